@@ -1,0 +1,223 @@
+"""``wirecheck`` command line (DESIGN.md "Command line"; keep these stable).
+
+    wirecheck protocols [--json]
+    wirecheck serve   --protocol P [--host H] [--port N] [--data-dir DIR] [--api-key K ...]
+    wirecheck check   --protocol P [--target HOST:PORT] [--profile NAME|FILE] [--report FILE] [-n N]
+    wirecheck decode  --protocol P [--profile NAME] (--hex HEX | --file F | --pcap F)
+    wirecheck run     [--reports DIR]      # every protocol's broker + suite (``make run``)
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+
+from reference_impl.core import registry
+from reference_impl.core.errors import FrameError
+
+EXIT_OK, EXIT_NONCONFORMANT, EXIT_HARNESS = 0, 1, 2
+
+
+def _protocol(name: str):
+    try:
+        return registry.get(name)
+    except KeyError as exc:
+        raise argparse.ArgumentTypeError(exc.args[0]) from None
+
+
+# -- protocols ---------------------------------------------------------------------------------
+
+def cmd_protocols(args) -> int:
+    rows = [{"id": s.id, "title": s.title, "document": s.document, "default_port": s.default_port,
+             "requirement_prefix": s.requirement_prefix, "profiles": sorted(s.profiles),
+             "default_profile": s.default_profile} for s in registry.all_protocols()]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        for r in rows:
+            print(f"{r['id']:<16} port {r['default_port']:<6} {r['document']:<32} "
+                  f"profiles: {', '.join(r['profiles'])}")
+    return EXIT_OK
+
+
+# -- serve -------------------------------------------------------------------------------------
+
+def cmd_serve(args) -> int:
+    spec = args.protocol
+    port = spec.default_port if args.port is None else args.port
+    options = {}
+    if args.fsync:
+        options["fsync"] = args.fsync
+    try:
+        broker = spec.make_broker(args.host, port, data_dir=args.data_dir,
+                                  api_keys=tuple(args.api_key or ()), **options)
+    except (ValueError, OSError) as exc:
+        print(f"wirecheck serve: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
+
+    async def main() -> None:
+        try:
+            await broker.start()
+        except OSError as exc:
+            raise SystemExit(f"wirecheck serve: cannot listen on {args.host}:{port}: {exc}")
+        print(f"{spec.id} reference broker listening on {args.host}:{broker.port}"
+              + (f" (data dir {args.data_dir})" if args.data_dir else " (in memory)"), flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await broker.stop()
+
+    asyncio.run(main())
+    return EXIT_OK
+
+
+# -- check -------------------------------------------------------------------------------------
+
+def suite_dir(spec) -> str:
+    import importlib
+    return os.path.dirname(importlib.import_module(spec.suite).__file__)
+
+
+def pytest_args(spec, target: str | None, profile: str | None, report: str | None,
+                junit: str | None, workers: str | None, timeout: float | None,
+                strict: bool, extra: list[str]) -> list[str]:
+    argv = [suite_dir(spec), "--protocol", spec.id, "-q", "-p", "no:cacheprovider",
+            "--rootdir", os.path.dirname(suite_dir(spec))]
+    if target:
+        argv += ["--target", target]
+    if profile:
+        argv += ["--profile", profile]
+    if report:
+        argv += ["--wirecheck-report", report]
+    if junit:
+        argv += ["--junitxml", junit]
+    if workers:
+        argv += ["-n", workers]
+    if timeout:
+        argv += ["--wirecheck-timeout", str(timeout)]
+    if strict:
+        argv += ["--strict"]
+    return argv + list(extra)
+
+
+def exit_code(pytest_status: int) -> int:
+    """pytest's status -> 0 conformant, 1 not conformant, 2 harness error."""
+    if pytest_status == 0:
+        return EXIT_OK
+    if pytest_status == 1:
+        return EXIT_NONCONFORMANT
+    return EXIT_HARNESS
+
+
+def cmd_check(args) -> int:
+    import pytest
+    argv = pytest_args(args.protocol, args.target, args.profile, args.report, args.junitxml,
+                       args.n, args.timeout, args.strict, args.pytest_args)
+    return exit_code(int(pytest.main(argv)))
+
+
+# -- decode ------------------------------------------------------------------------------------
+
+def _read_input(args) -> bytes:
+    if args.hex is not None:
+        text = "".join(args.hex.split()).replace(":", "")
+        try:
+            return bytes.fromhex(text)
+        except ValueError:
+            raise SystemExit(f"wirecheck decode: --hex is not hexadecimal: {args.hex!r}")
+    with open(args.file, "rb") as fh:
+        return fh.read()
+
+
+def cmd_decode(args) -> int:
+    spec = args.protocol
+    if args.pcap:
+        from conformance.pcapdecode import decode_pcap
+        return decode_pcap(spec, args.pcap)
+    data = _read_input(args)
+    decoder = spec.make_decoder()
+    try:
+        frames = decoder.feed(data)
+        decoder.eof()
+    except FrameError as exc:
+        for frame in exc.frames:
+            print(json.dumps(spec.frame_to_dict(frame)))
+        print(json.dumps(exc.as_dict()))
+        return 1
+    for frame in frames:
+        print(json.dumps(spec.frame_to_dict(frame)))
+    return EXIT_OK
+
+
+# -- run (make run) ----------------------------------------------------------------------------
+
+def cmd_run(args) -> int:
+    from conformance.runall import run_all
+    return run_all(args.reports, timeout=args.timeout)
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="wirecheck", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("protocols", help="list registered protocols")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_protocols)
+
+    s = sub.add_parser("serve", help="run a reference broker")
+    s.add_argument("--protocol", type=_protocol, required=True)
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=None, help="default: the protocol's port")
+    s.add_argument("--data-dir", default=None, help="persist here (BlipMQ: WAL); default in memory")
+    s.add_argument("--api-key", action="append", help="accepted API key (repeatable; default dev-key)")
+    s.add_argument("--fsync", default=None, help="WAL fsync policy: always, none, every_n:N, interval_ms:MS")
+    s.add_argument("--profile", default=None, help="profile the broker speaks (default: the document)")
+    s.set_defaults(func=cmd_serve)
+
+    s = sub.add_parser("check", help="run the black-box suite against a target")
+    s.add_argument("--protocol", type=_protocol, required=True)
+    s.add_argument("--target", default=None, help="HOST:PORT (default: start the reference broker)")
+    s.add_argument("--profile", default=None)
+    s.add_argument("--report", default=None, help="JSON result file")
+    s.add_argument("--junitxml", default=None, help="JUnit XML file")
+    s.add_argument("-n", default=None, help="pytest-xdist workers (e.g. auto)")
+    s.add_argument("--timeout", type=float, default=None, help="seconds per receive")
+    s.add_argument("--strict", action="store_true", help="SHOULD violations fail too")
+    s.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
+    s.set_defaults(func=cmd_check)
+
+    s = sub.add_parser("decode", help="decode frames; JSON lines")
+    s.add_argument("--protocol", type=_protocol, required=True)
+    s.add_argument("--profile", default=None)
+    g = s.add_mutually_exclusive_group(required=True)
+    g.add_argument("--hex")
+    g.add_argument("--file")
+    g.add_argument("--pcap")
+    s.set_defaults(func=cmd_decode)
+
+    s = sub.add_parser("run", help="every protocol's reference broker + black-box suite")
+    s.add_argument("--reports", default="reports")
+    s.add_argument("--timeout", type=float, default=None)
+    s.set_defaults(func=cmd_run)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=os.environ.get("WIRECHECK_LOG", "WARNING"))
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

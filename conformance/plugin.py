@@ -1,0 +1,291 @@
+"""The wirecheck pytest plugin (entry point ``pytest11``).
+
+Options (group "wirecheck"): ``--target HOST:PORT``, ``--protocol P``, ``--profile NAME|FILE``,
+``--timeout S`` (per receive; ``--wirecheck-timeout`` when another plugin owns ``--timeout``),
+``--strict`` (pytest's own flag: SHOULD violations fail too), ``--wirecheck-report FILE``.
+
+Without ``--target`` the ``target`` fixture starts the protocol's reference broker on a free
+port in this process (per xdist worker). Verdicts: a failing test whose requirements are all
+SHOULD/MAY is NON-STRICT (reported as xfail, "N" in the progress line) unless ``--strict``; a
+failing test whose requirements the profile waives is WAIVED; otherwise FAIL. The transcript
+of every connection a test opened is attached to any test that does not pass.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import defaultdict
+
+import pytest
+
+from conformance import verdicts
+from conformance.target import DEFAULT_TIMEOUT, Target, TargetTimeout
+
+_TARGET_KEY = pytest.StashKey[Target]()
+
+
+# -- options -----------------------------------------------------------------------------------
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise pytest.UsageError(f"--target {text!r}: expected HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise pytest.UsageError(f"--timeout {text!r}: expected seconds") from None
+    if value <= 0:
+        raise pytest.UsageError("--timeout must be > 0")
+    return value
+
+
+def pytest_addoption(parser) -> None:
+    group = parser.getgroup("wirecheck", "wirecheck conformance suite")
+    group.addoption("--target", dest="wirecheck_target", type=_host_port, default=None,
+                    metavar="HOST:PORT", help="implementation under test (default: start the reference broker)")
+    group.addoption("--protocol", dest="wirecheck_protocol", default=None, metavar="P",
+                    help="run only this protocol's suite (see `wirecheck protocols`)")
+    group.addoption("--profile", dest="wirecheck_profile", default=None, metavar="NAME|FILE",
+                    help="target profile: built-in name or TOML file")
+    names = ["--wirecheck-timeout"]
+    try:
+        group.addoption("--timeout", dest="wirecheck_timeout", type=_positive_float,
+                        default=DEFAULT_TIMEOUT, metavar="S", help="seconds to wait for each receive")
+    except ValueError:            # pytest-timeout owns --timeout: keep only the long name
+        pass
+    else:
+        names = []
+    for name in names:
+        group.addoption(name, dest="wirecheck_timeout", type=_positive_float,
+                        default=DEFAULT_TIMEOUT, metavar="S", help="seconds to wait for each receive")
+    group.addoption("--wirecheck-report", dest="wirecheck_report", default=None, metavar="FILE",
+                    help="write a JSON result file (verdict, requirements, transcript per test)")
+
+
+def strict_mode(config) -> bool:
+    """pytest's own ``--strict`` (pytest >= 9 stores it as the ``strict`` ini value)."""
+    try:
+        return bool(config.getini("strict"))
+    except (ValueError, KeyError):
+        return bool(getattr(config.option, "strict", False))
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "requirement(*ids): requirement IDs this black-box test checks")
+    if config.getoption("wirecheck_target") and not config.getoption("wirecheck_protocol"):
+        raise pytest.UsageError("--target needs --protocol (see `wirecheck protocols`)")
+    proto = config.getoption("wirecheck_protocol")
+    if proto:
+        from reference_impl.core import registry
+        try:
+            registry.get(proto)
+        except KeyError as exc:
+            raise pytest.UsageError(str(exc.args[0])) from None
+    config.pluginmanager.register(ResultCollector(config), "wirecheck-results")
+
+
+# -- which suite an item belongs to ------------------------------------------------------------
+
+def suite_protocol(path) -> str | None:
+    parts = getattr(path, "parts", ())
+    for i, part in enumerate(parts[:-1]):
+        if part == "suites" and i > 0 and parts[i - 1] == "conformance":
+            return parts[i + 1] if i + 1 < len(parts) - 1 else None
+    return None
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    proto = config.getoption("wirecheck_protocol")
+    if not proto:
+        return
+    keep, drop = [], []
+    for item in items:
+        (keep if suite_protocol(item.path) in (proto, None) else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+# -- fixtures ----------------------------------------------------------------------------------
+
+class _EmbeddedBrokers:
+    """Reference brokers started on demand, one per protocol, for this process."""
+
+    def __init__(self) -> None:
+        self.running: dict[str, object] = {}
+
+    def address(self, spec) -> tuple[str, int]:
+        if spec.id not in self.running:
+            from reference_impl.core.server import ThreadedServer
+            self.running[spec.id] = ThreadedServer(spec.make_broker("127.0.0.1", 0)).start()
+        return self.running[spec.id].address
+
+    def stop(self) -> None:
+        for server in self.running.values():
+            server.stop()
+        self.running.clear()
+
+
+@pytest.fixture(scope="session")
+def wirecheck_embedded():
+    brokers = _EmbeddedBrokers()
+    yield brokers
+    brokers.stop()
+
+
+@pytest.fixture
+def wirecheck_spec(request):
+    from reference_impl.core import registry
+    proto = suite_protocol(request.node.path) or request.config.getoption("wirecheck_protocol")
+    if proto is None:
+        raise pytest.UsageError(f"{request.node.nodeid}: not in conformance/suites/<protocol> and no --protocol")
+    return registry.get(proto)
+
+
+@pytest.fixture
+def wirecheck_profile(request, wirecheck_spec):
+    from conformance.profiles import ProfileError, load_profile
+    try:
+        return load_profile(wirecheck_spec, request.config.getoption("wirecheck_profile"))
+    except ProfileError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+@pytest.fixture
+def target(request, wirecheck_spec, wirecheck_profile, wirecheck_embedded):
+    """The implementation under test; closes every connection the test opened."""
+    config = request.config
+    address = config.getoption("wirecheck_target")
+    embedded = address is None
+    if embedded:
+        address = wirecheck_embedded.address(wirecheck_spec)
+    tgt = Target(address[0], address[1], wirecheck_spec, wirecheck_profile,
+                 timeout=config.getoption("wirecheck_timeout"), embedded=embedded)
+    request.node.stash[_TARGET_KEY] = tgt
+    yield tgt
+    tgt.close_all()
+
+
+# -- verdicts and transcripts ------------------------------------------------------------------
+
+def _requirement_ids(item) -> list[str]:
+    ids: list[str] = []
+    for mark in item.iter_markers("requirement"):
+        ids.extend(mark.args)
+    return ids
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    ids = _requirement_ids(item)
+    proto = suite_protocol(item.path)
+    if proto is None:
+        return report
+    tgt = item.stash.get(_TARGET_KEY, None)
+    profile = tgt.profile if tgt is not None else None
+    verdict = verdicts.classify(report, call, proto, ids, profile, strict_mode(item.config))
+    if report.when == "call" or verdict != verdicts.PASS:
+        report.user_properties.append(("protocol", proto))
+        report.user_properties.append(("requirements", " ".join(ids)))
+        report.user_properties.append(("verdict", verdict))
+    if verdict != verdicts.PASS and tgt is not None and tgt.transcripts:
+        text = tgt.render_transcripts()
+        report.sections.append(("wirecheck transcript", text))
+        _allure_attach(item.config, text)
+    return report
+
+
+def _allure_attach(config, text: str) -> None:
+    if not config.pluginmanager.hasplugin("allure_pytest") or not config.getoption("allure_report_dir", None):
+        return
+    import allure
+    allure.attach(text, name="wire transcript", attachment_type=allure.attachment_type.TEXT)
+
+
+def pytest_report_teststatus(report, config):
+    verdict = dict(report.user_properties).get("verdict") if report.user_properties else None
+    if verdict == verdicts.NON_STRICT:
+        return "non-strict", "N", "NON-STRICT"
+    if verdict == verdicts.WAIVED:
+        return "waived", "W", "WAIVED"
+    return None
+
+
+# -- results: terminal summary and JSON report -------------------------------------------------
+
+class ResultCollector:
+    """Gathers each suite test's verdict (on the xdist controller too)."""
+
+    def __init__(self, config) -> None:
+        self.config = config
+        self.results: dict[str, dict] = {}
+        self.started = time.time()
+
+    def pytest_runtest_logreport(self, report) -> None:
+        props = dict(report.user_properties)
+        if "verdict" not in props:
+            return
+        entry = self.results.setdefault(report.nodeid, {
+            "nodeid": report.nodeid, "protocol": props["protocol"],
+            "requirements": props["requirements"].split(), "verdict": verdicts.PASS,
+            "message": "", "transcript": "", "duration": 0.0})
+        entry["duration"] += report.duration
+        if verdicts.rank(props["verdict"]) > verdicts.rank(entry["verdict"]):
+            entry["verdict"] = props["verdict"]
+            entry["message"] = verdicts.message(report)
+            entry["transcript"] = dict(report.sections).get("wirecheck transcript", "")
+
+    def summary(self) -> dict:
+        from conformance.requirements import catalogue
+        from reference_impl.core import registry
+        per: dict[str, dict] = defaultdict(lambda: defaultdict(int))
+        tested: dict[str, set] = defaultdict(set)
+        failing: dict[str, set] = defaultdict(set)
+        for r in self.results.values():
+            per[r["protocol"]][r["verdict"]] += 1
+            tested[r["protocol"]].update(r["requirements"])
+            if r["verdict"] not in (verdicts.PASS,):
+                failing[r["protocol"]].update(r["requirements"])
+        out = {}
+        for proto, counts in sorted(per.items()):
+            cat = catalogue(registry.get(proto).requirements)
+            out[proto] = {"counts": dict(counts),
+                          "coverage": verdicts.coverage(cat, tested[proto]),
+                          "failing_requirements": sorted(failing[proto])}
+        return out
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.results:
+            return
+        tr = terminalreporter
+        tr.section("wirecheck")
+        for proto, s in self.summary().items():
+            c, cov = s["counts"], s["coverage"]
+            tr.write_line(
+                f"{proto}: {c.get(verdicts.PASS, 0)} passed, {c.get(verdicts.FAIL, 0)} failed, "
+                f"{c.get(verdicts.TIMEOUT, 0)} timeout, {c.get(verdicts.NON_STRICT, 0)} non-strict, "
+                f"{c.get(verdicts.WAIVED, 0)} waived, {c.get(verdicts.HARNESS_ERROR, 0)} harness-error; "
+                f"requirements tested MUST {cov['MUST'][0]}/{cov['MUST'][1]}, "
+                f"SHOULD {cov['SHOULD'][0]}/{cov['SHOULD'][1]}, MAY {cov['MAY'][0]}/{cov['MAY'][1]}, "
+                f"untestable {cov['untestable']}")
+            if s["failing_requirements"]:
+                tr.write_line(f"  not met: {', '.join(s['failing_requirements'])}")
+
+    def pytest_sessionfinish(self, session, exitstatus) -> None:
+        path = self.config.getoption("wirecheck_report")
+        if not path or hasattr(self.config, "workerinput"):
+            return
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        doc = {"started": self.started, "finished": time.time(), "exitstatus": int(exitstatus),
+               "target": self.config.getoption("wirecheck_target"),
+               "profile": self.config.getoption("wirecheck_profile"),
+               "strict": strict_mode(self.config),
+               "summary": self.summary(), "tests": sorted(self.results.values(), key=lambda r: r["nodeid"])}
+        with open(path, "w") as fh:
+            json.dump(doc, fh, indent=1)

@@ -1,0 +1,37 @@
+"""Requirement catalogues: one ID per normative statement of each protocol document.
+
+Each protocol's module defines ``REQUIREMENTS``, a tuple of :class:`Requirement`. An ID with
+no black-box test carries an ``untestable`` reason. The catalogue is the report's table of
+contents; ``tests/test_requirement_coverage.py`` keeps it and the suites in step.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+LEVELS = ("MUST", "SHOULD", "MAY")
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    id: str
+    section: str
+    level: str          # MUST / SHOULD / MAY (RFC 2119 reading of the document's wording)
+    summary: str
+    source: str = "document"   # "document", or "SPEC_NOTES" for behaviour of the real peer
+    untestable: str = ""       # why no black-box test can check it (then tested elsewhere)
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise ValueError(f"{self.id}: level {self.level!r} not in {LEVELS}")
+
+
+def catalogue(protocol_module: str) -> dict[str, Requirement]:
+    """ID -> Requirement for a protocol's catalogue module."""
+    reqs = importlib.import_module(protocol_module).REQUIREMENTS
+    out: dict[str, Requirement] = {}
+    for req in reqs:
+        if req.id in out:
+            raise ValueError(f"duplicate requirement id {req.id}")
+        out[req.id] = req
+    return out

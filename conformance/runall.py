@@ -1,0 +1,52 @@
+"""``make run``: start every registered protocol's reference broker, run its black-box suite
+against it over TCP, write the reports, print a one-screen summary."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from reference_impl.core import registry
+from reference_impl.core.server import ThreadedServer
+
+
+def run_all(reports: str, timeout: float | None = None) -> int:
+    os.makedirs(reports, exist_ok=True)
+    rows, worst = [], 0
+    for spec in registry.all_protocols():
+        broker = ThreadedServer(spec.make_broker("127.0.0.1", 0)).start()
+        host, port = broker.address
+        report = os.path.join(reports, f"{spec.id}.json")
+        junit = os.path.join(reports, f"{spec.id}.junit.xml")
+        cmd = [sys.executable, "-m", "conformance.cli", "check", "--protocol", spec.id,
+               "--target", f"{host}:{port}", "--report", report, "--junitxml", junit]
+        if timeout:
+            cmd += ["--timeout", str(timeout)]
+        print(f"== {spec.id}: reference broker on {host}:{port}; running the suite", flush=True)
+        try:
+            status = subprocess.run(cmd + ["--", "-p", "no:randomly", "-q", "--no-header",
+                                           "-o", "console_output_style=count"],
+                                    stdout=subprocess.DEVNULL).returncode
+        finally:
+            broker.stop()
+        worst = max(worst, status)
+        rows.append((spec, status, report))
+    print()
+    print(f"{'protocol':<16} {'passed':>6} {'failed':>6} {'timeout':>7} {'non-strict':>10} "
+          f"{'MUST cov':>9} {'SHOULD cov':>10} {'untestable':>10}  exit")
+    for spec, status, report in rows:
+        try:
+            with open(report) as fh:
+                s = json.load(fh)["summary"].get(spec.id, {})
+        except (OSError, ValueError):
+            s = {}
+        c, cov = s.get("counts", {}), s.get("coverage", {})
+        must, should = cov.get("MUST", [0, 0]), cov.get("SHOULD", [0, 0])
+        print(f"{spec.id:<16} {c.get('PASS', 0):>6} {c.get('FAIL', 0):>6} {c.get('TIMEOUT', 0):>7} "
+              f"{c.get('NON-STRICT', 0):>10} {must[0]:>4}/{must[1]:<4} {should[0]:>5}/{should[1]:<4} "
+              f"{cov.get('untestable', 0):>10}  {status}")
+        for rid in s.get("failing_requirements", []):
+            print(f"    not met: {rid}")
+    print(f"\nreports: {os.path.abspath(reports)} (<protocol>.json, <protocol>.junit.xml)")
+    return worst

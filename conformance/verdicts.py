@@ -1,0 +1,77 @@
+"""Verdicts of black-box tests and requirement coverage.
+
+PASS; FAIL (a MUST broken); TIMEOUT (the target did not answer in time: a FAIL whose reason is
+silence, kept apart so a hung target is told from a wrong one); NON-STRICT (only SHOULD/MAY
+requirements broken: passes unless ``--strict``); WAIVED (the profile waives every requirement
+the test checks); HARNESS-ERROR (the kit itself failed: fixture set-up, broker start).
+"""
+from __future__ import annotations
+
+PASS, FAIL, TIMEOUT = "PASS", "FAIL", "TIMEOUT"
+NON_STRICT, WAIVED, HARNESS_ERROR = "NON-STRICT", "WAIVED", "HARNESS-ERROR"
+SKIPPED = "SKIPPED"
+_RANK = {PASS: 0, SKIPPED: 1, WAIVED: 2, NON_STRICT: 3, TIMEOUT: 4, FAIL: 5, HARNESS_ERROR: 6}
+
+
+def rank(verdict: str) -> int:
+    return _RANK.get(verdict, 0)
+
+
+def _levels(proto: str, ids: list[str]) -> list[str]:
+    from conformance.requirements import catalogue
+    from reference_impl.core import registry
+    cat = catalogue(registry.get(proto).requirements)
+    return [cat[i].level if i in cat else "MUST" for i in ids]
+
+
+def classify(report, call, proto: str, ids: list[str], profile, strict: bool) -> str:
+    """The verdict of one phase's report; turns NON-STRICT/WAIVED failures into xfails."""
+    if report.skipped:
+        return SKIPPED
+    if report.passed:
+        return PASS
+    if report.when != "call":
+        return HARNESS_ERROR
+    from conformance.target import TargetTimeout
+    waivers = profile.waivers if profile is not None else {}
+    if ids and all(i in waivers for i in ids):
+        report.outcome = "skipped"
+        report.wasxfail = "WAIVED: " + "; ".join(f"{i}: {waivers[i]}" for i in ids)
+        return WAIVED
+    if ids and not strict and all(level != "MUST" for level in _levels(proto, ids)):
+        report.outcome = "skipped"
+        report.wasxfail = "NON-STRICT: " + _first_line(call)
+        return NON_STRICT
+    if call.excinfo is not None and call.excinfo.errisinstance(TargetTimeout):
+        return TIMEOUT
+    return FAIL
+
+
+def _first_line(call) -> str:
+    if call.excinfo is None:
+        return ""
+    return str(call.excinfo.value).strip().splitlines()[0] if str(call.excinfo.value).strip() else call.excinfo.typename
+
+
+def message(report) -> str:
+    if getattr(report, "wasxfail", ""):
+        return report.wasxfail
+    if report.longrepr is None:
+        return ""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    return crash.message if crash is not None else str(report.longrepr).splitlines()[-1]
+
+
+def coverage(cat: dict, tested_ids: set) -> dict:
+    """(tested, testable) per level, plus how many IDs are untestable black-box."""
+    out = {level: [0, 0] for level in ("MUST", "SHOULD", "MAY")}
+    untestable = 0
+    for req in cat.values():
+        if req.untestable:
+            untestable += 1
+            continue
+        out[req.level][1] += 1
+        if req.id in tested_ids:
+            out[req.level][0] += 1
+    out["untestable"] = untestable
+    return out

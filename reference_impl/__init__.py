@@ -1,0 +1,1 @@
+"""Reference implementations (codec, sans-IO session, broker, client) of every protocol."""

@@ -1,0 +1,80 @@
+"""The BlipMQ reference broker: asyncio I/O around :class:`~.session.BlipSession`.
+
+With a data directory, QoS1 publishes (and subscriptions and settlements) go to the WAL in
+``DATA_DIR/blipmq.wal`` and are recovered at start-up; without one, everything is in memory
+("If QoS1 and WAL configured", blipmq-protocol.md "PUBLISH").
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+from ..core.server import SessionServer
+from .codec import BlipConfig
+from .session import DEFAULT_API_KEY, BlipSession, SessionConfig
+from .state import BrokerState
+from .wal import FsyncPolicy, WriteAheadLog
+
+log = logging.getLogger("wirecheck.blipmq")
+
+DEFAULT_PORT = 5555   # the real daemon's default (SPEC_NOTES.md)
+WAL_NAME = "blipmq.wal"
+
+
+@dataclass
+class BrokerConfig:
+    api_keys: tuple[str, ...] = (DEFAULT_API_KEY,)
+    data_dir: str | None = None
+    fsync: str = "always"
+    retry_backoff: float = 0.1
+    max_retries: int = 3
+    max_queue: int = 1024
+    limits: BlipConfig = field(default_factory=BlipConfig)
+
+
+class BlipBroker:
+    def __init__(self, config: BrokerConfig | None = None, host: str = "127.0.0.1",
+                 port: int = 0, clock=time.monotonic) -> None:
+        self.config = cfg = config or BrokerConfig()
+        self.wal: WriteAheadLog | None = None
+        if cfg.data_dir:
+            os.makedirs(cfg.data_dir, exist_ok=True)
+            FsyncPolicy.parse(cfg.fsync)   # fail early on a bad policy
+            self.wal = WriteAheadLog(os.path.join(cfg.data_dir, WAL_NAME), cfg.fsync, clock)
+        self.state = BrokerState(self.wal, retry_backoff=cfg.retry_backoff,
+                                 max_retries=cfg.max_retries, max_queue=cfg.max_queue)
+        self.recovery: dict = {}
+        if self.wal is not None:
+            self.recovery = self.wal.recover(self.state)
+            log.info("recovered %s", self.recovery)
+        session_config = SessionConfig(frozenset(cfg.api_keys), cfg.limits)
+        self.server = SessionServer(lambda: BlipSession(self.state, session_config),
+                                    host, port, clock)
+
+    async def start(self) -> "BlipBroker":
+        await self.server.start()
+        return self
+
+    async def stop(self) -> None:
+        await self.server.stop()
+        if self.wal is not None:
+            self.wal.close()
+
+    @property
+    def host(self) -> str:
+        return self.server.host
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+
+def make_broker(host: str = "127.0.0.1", port: int = 0, *, data_dir: str | None = None,
+                api_keys: tuple[str, ...] | None = None, **options) -> BlipBroker:
+    """Registry factory (``wirecheck serve``, the embedded default target)."""
+    cfg = BrokerConfig(data_dir=data_dir, **options)
+    if api_keys:
+        cfg.api_keys = tuple(api_keys)
+    return BlipBroker(cfg, host, port)

@@ -1,0 +1,68 @@
+"""The error hierarchy of every decoder in the kit.
+
+Tree::
+
+    FrameError                 anything malformed on the wire; carries category, protocol, offset
+    ├── LengthError            LENGTH_TOO_SMALL / LENGTH_TOO_LARGE (declared length out of bounds)
+    ├── UnknownTypeError       UNKNOWN_TYPE (a discriminant the document does not define)
+    └── PayloadError           TRUNCATED / BAD_ENCODING / BAD_VALUE / TRAILING_BYTES
+
+Nothing else may escape a decoder: the fuzzers and the property tests assert it. "Need more
+data" is never an exception: decoders return nothing until a whole frame is buffered.
+"""
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Category(StrEnum):
+    """Machine-readable reason a frame was rejected."""
+
+    LENGTH_TOO_SMALL = "LENGTH_TOO_SMALL"
+    LENGTH_TOO_LARGE = "LENGTH_TOO_LARGE"
+    UNKNOWN_TYPE = "UNKNOWN_TYPE"
+    TRUNCATED = "TRUNCATED"
+    BAD_ENCODING = "BAD_ENCODING"
+    BAD_VALUE = "BAD_VALUE"
+    TRAILING_BYTES = "TRAILING_BYTES"
+
+
+class FrameError(Exception):
+    """A malformed frame.
+
+    ``offset`` is the absolute byte offset in the stream (or in the buffer handed to a one-shot
+    decoder) of the first byte of the offending field. ``frames`` holds whatever whole frames a
+    batch decode produced before the error, so a caller of ``feed()`` loses nothing.
+    """
+
+    category: Category = Category.BAD_VALUE
+
+    def __init__(self, message: str, *, category: Category | None = None,
+                 protocol: str = "", offset: int = 0) -> None:
+        super().__init__(message)
+        if category is not None:
+            self.category = Category(category)
+        self.message = message
+        self.protocol = protocol
+        self.offset = offset
+        self.frames: list = []
+
+    def as_dict(self) -> dict:
+        return {"error": self.message, "category": str(self.category),
+                "protocol": self.protocol, "offset": self.offset}
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.message!r}, category={self.category!s}, "
+                f"protocol={self.protocol!r}, offset={self.offset})")
+
+
+class LengthError(FrameError):
+    category = Category.LENGTH_TOO_LARGE
+
+
+class UnknownTypeError(FrameError):
+    category = Category.UNKNOWN_TYPE
+
+
+class PayloadError(FrameError):
+    category = Category.BAD_VALUE

@@ -1,0 +1,70 @@
+"""The protocol registry: every protocol registers itself once; everything else iterates it.
+
+Slots holding heavy or optional modules (scapy layer, hypothesis strategies, requirement
+catalogue, suite) are dotted import paths resolved on first use, so importing the registry
+never imports scapy or hypothesis.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+_PROTOCOLS: dict[str, "ProtocolSpec"] = {}
+
+#: Packages that register a protocol when imported (one line per protocol).
+_BUILTIN = ("reference_impl.blipmq",)
+
+
+@dataclass(frozen=True)
+class ProtocolSpec:
+    id: str                                  # CLI / --protocol name
+    title: str
+    document: str                            # file name under shared/specs
+    requirement_prefix: str                  # e.g. "BLIP-"
+    default_port: int
+    make_decoder: Callable[..., Any]         # (limits=None) -> incremental decoder with feed()
+    encode: Callable[[Any], bytes]
+    frame_to_dict: Callable[[Any], dict]
+    session_class: type
+    make_broker: Callable[..., Any]          # (host, port, *, data_dir, api_keys, ...) -> broker
+    client_class: type
+    scapy_layer: str                         # "module:Class"
+    strategies: str                          # module of hypothesis strategies
+    requirements: str                        # module with REQUIREMENTS
+    suite: str                               # package of the black-box suite
+    profiles: dict[str, dict] = field(default_factory=dict)   # built-in profile name -> settings
+    default_profile: str = "document"
+
+    def load(self, slot: str):
+        """Import a lazy slot: ``"pkg.mod"`` -> module, ``"pkg.mod:Name"`` -> attribute."""
+        path = getattr(self, slot)
+        module, _, attr = path.partition(":")
+        mod = importlib.import_module(module)
+        return getattr(mod, attr) if attr else mod
+
+
+def register(spec: ProtocolSpec) -> ProtocolSpec:
+    if spec.id in _PROTOCOLS and _PROTOCOLS[spec.id] is not spec:
+        raise ValueError(f"protocol {spec.id!r} registered twice")
+    _PROTOCOLS[spec.id] = spec
+    return spec
+
+
+def _load_builtin() -> None:
+    for package in _BUILTIN:
+        importlib.import_module(package)
+
+
+def get(protocol_id: str) -> ProtocolSpec:
+    _load_builtin()
+    try:
+        return _PROTOCOLS[protocol_id]
+    except KeyError:
+        known = ", ".join(sorted(_PROTOCOLS)) or "none"
+        raise KeyError(f"unknown protocol {protocol_id!r} (known: {known})") from None
+
+
+def all_protocols() -> list[ProtocolSpec]:
+    _load_builtin()
+    return [_PROTOCOLS[k] for k in sorted(_PROTOCOLS)]

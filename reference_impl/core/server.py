@@ -1,0 +1,115 @@
+"""asyncio glue around sans-IO sessions, shared by every protocol's broker.
+
+A session object needs ``receive(data, now) -> list[bytes]`` and ``closed``; optionally
+``connection_lost()``. The glue feeds it, writes what it returns, and closes the transport
+when the session says so. It also runs a server in a background thread for the pytest
+fixture and the CLI's ``run``.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Callable
+
+#: Stop reading from a client whose unsent answers exceed this (it is not reading them).
+WRITE_HIGH_WATER = 4 * 1024 * 1024
+
+
+class SessionProtocol(asyncio.Protocol):
+    def __init__(self, make_session: Callable[[], object], clock: Callable[[], float],
+                 connections: set) -> None:
+        self._make_session = make_session
+        self._clock = clock
+        self._connections = connections
+        self.transport: asyncio.Transport | None = None
+        self.session = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
+        self.session = self._make_session()
+        self._connections.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        out = self.session.receive(data, self._clock())
+        if out:
+            self.transport.write(b"".join(out))
+        if self.session.closed:
+            self.transport.close()
+
+    def pause_writing(self) -> None:
+        self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.transport.resume_reading()
+
+    def connection_lost(self, exc) -> None:
+        self._connections.discard(self)
+        hook = getattr(self.session, "connection_lost", None)
+        if hook is not None:
+            hook()
+
+
+class SessionServer:
+    """A TCP server whose connections each get a session from ``make_session``."""
+
+    def __init__(self, make_session: Callable[[], object], host: str = "127.0.0.1",
+                 port: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.make_session = make_session
+        self.host = host
+        self.port = port
+        self.clock = clock
+        self.connections: set[SessionProtocol] = set()
+        self._server: asyncio.AbstractServer | None = None
+
+    async def start(self) -> "SessionServer":
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: SessionProtocol(self.make_session, self.clock, self.connections),
+            self.host, self.port, reuse_address=True)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for conn in list(self.connections):
+                conn.transport.abort()
+            await self._server.wait_closed()
+
+    async def serve_forever(self) -> None:
+        await self._server.serve_forever()
+
+
+class ThreadedServer:
+    """Runs a server (anything with async ``start()``/``stop()`` and ``host``/``port``, such as
+    :class:`SessionServer` or a protocol's broker) on its own event loop in a daemon thread."""
+
+    def __init__(self, server) -> None:
+        self.server = server
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True,
+                                        name=f"wirecheck-server-{id(server):x}")
+
+    def start(self, timeout: float = 10.0) -> "ThreadedServer":
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(timeout)
+        return self
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.server.host, self.server.port
+
+    def stop(self, timeout: float = 10.0) -> None:
+        try:
+            asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(timeout)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout)
+
+    def __enter__(self) -> "ThreadedServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
