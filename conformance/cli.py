@@ -87,8 +87,11 @@ def suite_dir(spec) -> str:
 def pytest_args(spec, target: str | None, profile: str | None, report: str | None,
                 junit: str | None, workers: str | None, timeout: float | None,
                 strict: bool, extra: list[str]) -> list[str]:
+    suites = os.path.dirname(suite_dir(spec))
+    # The kit's own ini, wherever it is run from: the caller's pytest configuration (addopts,
+    # plugins) must not change what the suite does.
     argv = [suite_dir(spec), "--protocol", spec.id, "-q", "-p", "no:cacheprovider",
-            "--rootdir", os.path.dirname(suite_dir(spec))]
+            "--rootdir", suites, "-c", os.path.join(suites, "pytest.ini")]
     if target:
         argv += ["--target", target]
     if profile:
@@ -142,16 +145,19 @@ def cmd_decode(args) -> int:
         return decode_pcap(spec, args.pcap)
     data = _read_input(args)
     decoder = spec.make_decoder()
+    frames: list = []
+    error: FrameError | None = None
     try:
         frames = decoder.feed(data)
         decoder.eof()
     except FrameError as exc:
-        for frame in exc.frames:
-            print(json.dumps(spec.frame_to_dict(frame)))
-        print(json.dumps(exc.as_dict()))
-        return 1
+        frames = frames or exc.frames
+        error = exc
     for frame in frames:
         print(json.dumps(spec.frame_to_dict(frame)))
+    if error is not None:
+        print(json.dumps(error.as_dict()))
+        return 1
     return EXIT_OK
 
 

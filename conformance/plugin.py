@@ -52,17 +52,13 @@ def pytest_addoption(parser) -> None:
                     help="run only this protocol's suite (see `wirecheck protocols`)")
     group.addoption("--profile", dest="wirecheck_profile", default=None, metavar="NAME|FILE",
                     help="target profile: built-in name or TOML file")
-    names = ["--wirecheck-timeout"]
+    timeout_help = "seconds to wait for each receive (default %(default)s)"
     try:
-        group.addoption("--timeout", dest="wirecheck_timeout", type=_positive_float,
-                        default=DEFAULT_TIMEOUT, metavar="S", help="seconds to wait for each receive")
-    except ValueError:            # pytest-timeout owns --timeout: keep only the long name
-        pass
-    else:
-        names = []
-    for name in names:
-        group.addoption(name, dest="wirecheck_timeout", type=_positive_float,
-                        default=DEFAULT_TIMEOUT, metavar="S", help="seconds to wait for each receive")
+        group.addoption("--timeout", "--wirecheck-timeout", dest="wirecheck_timeout",
+                        type=_positive_float, default=DEFAULT_TIMEOUT, metavar="S", help=timeout_help)
+    except ValueError:            # another plugin (pytest-timeout) owns --timeout
+        group.addoption("--wirecheck-timeout", dest="wirecheck_timeout", type=_positive_float,
+                        default=DEFAULT_TIMEOUT, metavar="S", help=timeout_help)
     group.addoption("--wirecheck-report", dest="wirecheck_report", default=None, metavar="FILE",
                     help="write a JSON result file (verdict, requirements, transcript per test)")
 
@@ -82,10 +78,13 @@ def pytest_configure(config) -> None:
     proto = config.getoption("wirecheck_protocol")
     if proto:
         from reference_impl.core import registry
+        from conformance.profiles import ProfileError, load_profile
         try:
-            registry.get(proto)
+            load_profile(registry.get(proto), config.getoption("wirecheck_profile"))
         except KeyError as exc:
             raise pytest.UsageError(str(exc.args[0])) from None
+        except ProfileError as exc:
+            raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(ResultCollector(config), "wirecheck-results")
 
 

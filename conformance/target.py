@@ -81,9 +81,14 @@ class Connection:
         data = b"".join(i if isinstance(i, (bytes, bytearray)) else self.spec.encode(i) for i in items)
         self.transcript.add("->", data, self._describe(items))
         pieces = _split(data, chunks)
+        self.sock.settimeout(self.timeout)
         try:
             for piece in pieces:
                 self.sock.sendall(piece)
+        except socket.timeout:
+            self.transcript.add("--", b"", "send timed out: the target is not reading")
+            raise TargetTimeout(f"target stopped reading: could not send {len(data)} bytes within "
+                                f"{self.timeout:g} s") from None
         except OSError as exc:
             self.transcript.add("--", b"", f"send failed: {exc}")
             raise TargetClosed(f"target closed the connection while the kit was sending: {exc}") from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 from ..core.errors import FrameError
@@ -51,6 +51,11 @@ class BlipClient:
         # outstanding POLLs in order: (poll cid, barrier cid, subscription id, future)
         self._polls: deque[tuple[int, int, int, asyncio.Future]] = deque()
         self.errors: list[NackError] = []        # NACKs of fire-and-forget frames
+        # Fire-and-forget frames not yet known to be processed: cid -> write sequence. A PONG
+        # proves everything written before its PING was processed (answers are in order).
+        self._unconfirmed: OrderedDict[int, int] = OrderedDict()
+        self._seq = 0
+        self._ping_seq: dict[int, int] = {}
         self._closed: BaseException | None = None
         self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
 
@@ -79,33 +84,37 @@ class BlipClient:
         return await self._request(cid, [Subscribe(cid, topic, qos)])
 
     async def publish(self, topic: str, message: bytes, qos: int = 0, confirm: bool = False) -> None:
+        """Fire and forget; with ``confirm`` wait until the broker has processed it (a NACK
+        then raises). A NACK to an unconfirmed publish lands in :attr:`errors`."""
         cid = next(self._ids)
-        if not confirm:
-            self._pending[cid] = self._fire_and_forget()
-            self._write([Publish(cid, qos, topic, message)])
-            return
-        barrier = next(self._ids)
-        self._pending[cid] = fut = self._fire_and_forget()
-        await self._request(barrier, [Publish(cid, qos, topic, message), Ping(barrier)])
-        if fut.done() and fut.exception():
-            raise fut.exception()
+        await self._send_unanswered(cid, Publish(cid, qos, topic, message), confirm)
 
     async def ack(self, subscription_id: int, tag: int, confirm: bool = False) -> None:
-        self._pending[tag] = fut = self._fire_and_forget()
+        await self._send_unanswered(tag, Ack(tag, subscription_id), confirm)
+
+    async def _send_unanswered(self, cid: int, frame, confirm: bool) -> None:
+        """Send a frame that gets no answer on success."""
         if not confirm:
-            self._write([Ack(tag, subscription_id)])
+            self._unconfirmed[cid] = self._seq
+            self._write([frame])
             return
+        fut = asyncio.get_running_loop().create_future()
+        self._pending[cid] = fut
         barrier = next(self._ids)
-        await self._request(barrier, [Ack(tag, subscription_id), Ping(barrier)])
-        if fut.done() and fut.exception():
-            raise fut.exception()
+        try:
+            await self._request(barrier, [frame, Ping(barrier)])
+        finally:
+            self._pending.pop(cid, None)
+            if fut.done() and not fut.cancelled():
+                fut.exception()   # retrieved here even when the barrier failed
+        if fut.done():
+            fut.result()      # raises the NACK
 
     async def poll(self, subscription_id: int) -> Message | None:
         cid, barrier = next(self._ids), next(self._ids)
         fut = asyncio.get_running_loop().create_future()
         self._polls.append((cid, barrier, subscription_id, fut))
         self._pending[cid] = fut
-        self._pending[barrier] = self._fire_and_forget()
         self._write([Poll(cid, subscription_id), Ping(barrier)])
         return await asyncio.wait_for(fut, self.timeout)
 
@@ -144,14 +153,13 @@ class BlipClient:
 
     # -- plumbing ------------------------------------------------------------------------------
 
-    def _fire_and_forget(self) -> asyncio.Future:
-        fut = asyncio.get_running_loop().create_future()
-        fut.add_done_callback(lambda f: f.exception() if not f.cancelled() else None)
-        return fut
-
     def _write(self, frames) -> None:
         if self._closed is not None:
             raise ConnectionClosed(str(self._closed))
+        self._seq += 1
+        for f in frames:
+            if isinstance(f, Ping):
+                self._ping_seq[f.correlation_id] = self._seq
         self.writer.write(b"".join(codec.encode(f) for f in frames))
 
     async def _request(self, cid: int, frames):
@@ -175,11 +183,16 @@ class BlipClient:
         for fut in list(self._pending.values()) + [p[3] for p in self._polls]:
             if not fut.done():
                 fut.set_exception(exc)
+                fut.exception()   # a waiter still gets it; nobody waiting is not an error
         self._pending.clear()
         self._polls.clear()
 
     def _resolve(self, cid: int, value=None, error: BaseException | None = None) -> None:
         fut = self._pending.pop(cid, None)
+        if fut is None and self._unconfirmed.pop(cid, None) is not None:
+            if error is not None:
+                self.errors.append(error)
+            return
         if fut is None or fut.done():
             if error is not None:
                 self.errors.append(error)
@@ -204,6 +217,9 @@ class BlipClient:
                     fut.set_result(Message(sub_id, frame.correlation_id, frame.qos,
                                            frame.topic, frame.message))
         elif isinstance(frame, Pong):
+            seq = self._ping_seq.pop(frame.correlation_id, None)
+            while seq is not None and self._unconfirmed and next(iter(self._unconfirmed.values())) < seq:
+                self._unconfirmed.popitem(last=False)
             if self._polls and self._polls[0][1] == frame.correlation_id:
                 poll_cid, _, _, fut = self._polls.popleft()
                 self._pending.pop(poll_cid, None)

@@ -1,0 +1,36 @@
+"""Shared helpers of the project's own tests."""
+from __future__ import annotations
+
+import random
+
+from reference_impl.core.errors import FrameError
+
+
+def decode_three_ways(make_decoder, data: bytes, seed: int = 0):
+    """Decode ``data`` whole, one byte at a time and in random chunks (STYLE.md 10); assert
+    the three agree and return (frames, error-or-None) of the whole decode."""
+    results = []
+    rng = random.Random(seed)
+    for chunking in ("whole", "bytewise", "random"):
+        dec = make_decoder()
+        frames, error = [], None
+        if chunking == "whole":
+            pieces = [data]
+        elif chunking == "bytewise":
+            pieces = [data[i:i + 1] for i in range(len(data))]
+        else:
+            pieces, pos = [], 0
+            while pos < len(data):
+                n = rng.randint(1, 17)
+                pieces.append(data[pos:pos + n])
+                pos += n
+        try:
+            for piece in pieces:
+                frames.extend(dec.feed(piece))
+            dec.eof()
+        except FrameError as exc:
+            frames.extend(exc.frames)
+            error = (exc.category, exc.offset)
+        results.append((frames, error))
+    assert results[0] == results[1] == results[2], results
+    return results[0]

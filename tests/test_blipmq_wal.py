@@ -1,0 +1,143 @@
+"""The WAL: replay, settlements, torn tails, corruption, compaction, v1 files, fsync policy."""
+import os
+import struct
+import zlib
+
+import pytest
+
+from reference_impl.blipmq import wal
+from reference_impl.blipmq.state import BrokerState
+from reference_impl.blipmq.wal import FsyncPolicy, WalCorruption, WriteAheadLog
+
+
+def open_state(path, **kw):
+    log = WriteAheadLog(str(path), "none")
+    state = BrokerState(log, **kw)
+    stats = log.recover(state)
+    return log, state, stats
+
+
+def test_unsettled_qos1_messages_survive_a_restart(tmp_path):
+    path = tmp_path / "b.wal"
+    log, state, stats = open_state(path)
+    assert stats["records"] == 0
+    s1, s0 = state.subscribe("t", 1), state.subscribe("t", 0)
+    state.publish(1, "t", b"a")
+    state.publish(1, "t", b"b")
+    state.publish(0, "t", b"not journaled")
+    d = state.poll(s1, now=0.0)
+    assert state.ack(s1, d.tag)
+    log.close()
+
+    log, state, stats = open_state(path)
+    assert stats["subscriptions"] == 2 and stats["messages"] == 1
+    assert state.poll(s1, 0.0).message == b"b"
+    assert state.poll(s1, 0.0) is None
+    assert state.poll(s0, 0.0) is None            # QoS0 subscription: at most once
+    assert state.subscribe("u", 0) == 3           # ids continue
+    log.close()
+
+
+def test_dropped_after_max_retries_is_settled(tmp_path):
+    path = tmp_path / "b.wal"
+    log, state, _ = open_state(path, max_retries=1)
+    sub = state.subscribe("t", 1)
+    state.publish(1, "t", b"x")
+    assert state.poll(sub, 0.0) is not None
+    assert state.poll(sub, 100.0) is None          # dropped
+    log.close()
+    _, state, stats = open_state(path)
+    assert stats["messages"] == 0
+
+
+def test_torn_tail_is_truncated_and_appends_continue(tmp_path):
+    path = tmp_path / "b.wal"
+    log, state, _ = open_state(path)
+    sub = state.subscribe("t", 1)
+    state.publish(1, "t", b"whole")
+    state.publish(1, "t", b"torn")
+    log.close()
+    size = os.path.getsize(path)
+    with open(path, "r+b") as fh:
+        fh.truncate(size - 2)                      # the last record lost its tail
+    log, state, stats = open_state(path)
+    assert stats["messages"] == 1 and stats["truncated_bytes"] > 0
+    state.publish(1, "t", b"after")
+    log.close()
+    _, state, _ = open_state(path)
+    assert [state.poll(sub, 0.0).message for _ in range(2)] == [b"whole", b"after"]
+
+
+def test_bad_crc_in_last_record_is_a_torn_write(tmp_path):
+    path = tmp_path / "b.wal"
+    log, state, _ = open_state(path)
+    sub = state.subscribe("t", 1)
+    state.publish(1, "t", b"good")
+    state.publish(1, "t", b"flipped")
+    log.close()
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    _, state, stats = open_state(path)
+    assert state.poll(sub, 0.0).message == b"good" and state.poll(sub, 0.0) is None
+
+
+def test_bad_crc_followed_by_valid_records_refuses_to_start(tmp_path):
+    path = tmp_path / "b.wal"
+    log, state, _ = open_state(path)
+    state.subscribe("t", 1)
+    state.publish(1, "t", b"first")
+    state.publish(1, "t", b"second")
+    log.close()
+    data = bytearray(path.read_bytes())
+    # corrupt the first publish's payload (after header and the subscribe record)
+    first = data.index(b"first")
+    data[first] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(WalCorruption):
+        open_state(path)
+
+
+def test_compaction_drops_settled_state(tmp_path):
+    path = tmp_path / "b.wal"
+    log, state, _ = open_state(path)
+    sub = state.subscribe("t", 1)
+    for i in range(200):
+        state.publish(1, "t", b"m" * 100)
+        state.ack(sub, state.poll(sub, 0.0).tag)
+    log.close()
+    big = os.path.getsize(path)
+    open_state(path)[0].close()
+    assert os.path.getsize(path) < big // 20
+
+
+def test_reads_the_real_daemons_version_1_file(tmp_path):
+    path = tmp_path / "v1.wal"
+    payload = bytes([1]) + struct.pack(">H", 4) + b"demo" + b"hi"
+    rec = struct.pack("<QII", 1, len(payload), zlib.crc32(payload)) + payload
+    path.write_bytes(struct.pack("<8sI20x", b"BLIPWAL\0", 1) + rec)
+    version, records, _ = wal.read_records(str(path))
+    assert version == 1 and records[0].payload == payload
+    _, state, stats = open_state(path)     # no subscriptions in v1: the message goes nowhere
+    assert stats["records"] == 1 and stats["messages"] == 0
+
+
+def test_not_a_wal(tmp_path):
+    path = tmp_path / "x.wal"
+    path.write_bytes(b"NOTAWAL!" + bytes(40))
+    with pytest.raises(WalCorruption):
+        open_state(path)
+
+
+@pytest.mark.parametrize("text,policy", [
+    ("always", FsyncPolicy(1, None)), ("none", FsyncPolicy(None, None)),
+    ("every_n:64", FsyncPolicy(64, None)), ("interval_ms:250", FsyncPolicy(None, 0.25)),
+])
+def test_fsync_policy_parse(text, policy):
+    assert FsyncPolicy.parse(text) == policy
+
+
+@pytest.mark.parametrize("text", ["sometimes", "every_n:0", "every_n:x", "interval_ms:"])
+def test_fsync_policy_rejects_nonsense(text):
+    with pytest.raises(ValueError):
+        FsyncPolicy.parse(text)

@@ -1,0 +1,118 @@
+"""The ``wirecheck`` command line, as a user runs it."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from .blipmq_proc import BrokerProcess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WIRECHECK = [sys.executable, "-m", "conformance.cli"]
+
+
+def wirecheck(*args, timeout=60):
+    return subprocess.run(WIRECHECK + list(args), cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def lines(out):
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def test_decode_hello_from_the_issue():
+    r = wirecheck("decode", "--protocol", "blipmq", "--hex",
+                  "00 00 00 0B 01 00 00 00 00 00 00 00 01 00 01")
+    assert r.returncode == 0, r.stderr
+    assert lines(r.stdout) == [{"type": "HELLO", "correlation_id": 1, "protocol_version": 1}]
+
+
+@pytest.mark.parametrize("hexed,expected", [
+    ("00 00 00 12 02 00 00 00 00 00 00 00 02 00 07 64 65 76 2D 6B 65 79",
+     {"type": "AUTH", "correlation_id": 2, "api_key": "dev-key"}),
+    ("00 00 00 10 04 00 00 00 00 00 00 00 03 00 04 64 65 6D 6F 01",
+     {"type": "SUBSCRIBE", "correlation_id": 3, "topic": "demo", "qos": 1}),
+    ("00 00 00 12 03 00 00 00 00 00 00 00 04 01 00 04 64 65 6D 6F 68 69",
+     {"type": "PUBLISH", "correlation_id": 4, "qos": 1, "topic": "demo", "message": "hi",
+      "message_hex": "6869"}),
+    ("00 00 00 11 05 00 00 00 00 00 00 00 03 00 00 00 00 00 00 00 2A",
+     {"type": "ACK", "correlation_id": 3, "subscription_id": 42}),
+])
+def test_decode_every_document_sample(hexed, expected):
+    r = wirecheck("decode", "--protocol", "blipmq", "--hex", hexed)
+    assert r.returncode == 0 and lines(r.stdout) == [expected]
+
+
+def test_decode_huge_length_is_immediate():
+    start = time.monotonic()
+    r = wirecheck("decode", "--protocol", "blipmq", "--hex", "FF FF FF FF 01")
+    assert r.returncode == 1
+    assert lines(r.stdout) == [{"error": "length 4294967295 > 16777216", "category": "LENGTH_TOO_LARGE",
+                                "protocol": "blipmq", "offset": 0}]
+    assert time.monotonic() - start < 10
+
+
+def test_decode_prints_frames_before_the_error_and_truncation(tmp_path):
+    data = bytes.fromhex("00 00 00 09 07 00 00 00 00 00 00 00 05 00 00 00 09 08")
+    f = tmp_path / "stream.bin"
+    f.write_bytes(data)
+    r = wirecheck("decode", "--protocol", "blipmq", "--file", str(f))
+    out = lines(r.stdout)
+    assert r.returncode == 1
+    assert out[0] == {"type": "PING", "correlation_id": 5}
+    assert out[1]["category"] == "TRUNCATED" and out[1]["offset"] == 13
+
+
+def test_decode_rejects_bad_hex_and_unknown_protocol():
+    r = wirecheck("decode", "--protocol", "blipmq", "--hex", "zz")
+    assert r.returncode != 0 and "hexadecimal" in r.stderr
+    r = wirecheck("decode", "--protocol", "nope", "--hex", "00")
+    assert r.returncode == 2 and "unknown protocol" in r.stderr
+
+
+def test_protocols_json():
+    r = wirecheck("protocols", "--json")
+    (row,) = [p for p in json.loads(r.stdout) if p["id"] == "blipmq"]
+    assert row["default_port"] == 5555 and "document" in row["profiles"]
+
+
+def test_serve_then_pytest_target_from_the_repository_root():
+    broker = BrokerProcess().start()
+    try:
+        r = subprocess.run([sys.executable, "-m", "pytest", "--target", f"127.0.0.1:{broker.port}",
+                            "--protocol", "blipmq", "-q", "-n", "2", "-p", "no:cacheprovider"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    finally:
+        broker.terminate()
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "blipmq:" in r.stdout and " 0 failed" in r.stdout
+    # exactly the BlipMQ suite: none of the project's own tests ran
+    assert "tests/" not in r.stdout
+
+
+def test_serve_refuses_a_busy_port():
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        port = s.getsockname()[1]
+        r = wirecheck("serve", "--protocol", "blipmq", "--port", str(port), timeout=30)
+    assert r.returncode != 0 and "cannot listen" in (r.stderr + r.stdout)
+
+
+def test_serve_with_api_keys_and_data_dir(tmp_path):
+    broker = BrokerProcess("--api-key", "k1", "--api-key", "k2", "--data-dir", str(tmp_path)).start()
+    try:
+        import asyncio
+
+        from reference_impl.blipmq.client import BlipClient, NackError
+
+        async def go():
+            c = await BlipClient.connect("127.0.0.1", broker.port, api_key="k2")
+            await c.close()
+            with pytest.raises(NackError):
+                await BlipClient.connect("127.0.0.1", broker.port, api_key="dev-key")
+        asyncio.run(go())
+    finally:
+        broker.terminate()
+    assert (tmp_path / "blipmq.wal").exists()

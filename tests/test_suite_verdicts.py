@@ -1,0 +1,94 @@
+"""The black-box suite as a CI gate: faulty targets fail with the requirement ID named,
+SHOULD deviations are NON-STRICT unless --strict, waivers, transcripts, a silent target."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from reference_impl.core.server import ThreadedServer
+
+from .faulty_targets import (BlackHole, NoCloseOnUnknownType, RenamedDuplicateHello, WrongNackCode,
+                             WrongPongId, broker_with)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def check(port, *extra, report=None, timeout=60):
+    cmd = [sys.executable, "-m", "conformance.cli", "check", "--protocol", "blipmq",
+           "--target", f"127.0.0.1:{port}"]
+    if report:
+        cmd += ["--report", str(report)]
+    cmd += list(extra)
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("session_class,selection,requirement", [
+    (WrongNackCode, "test_publish_empty_topic", "BLIP-PUB-002"),
+    (WrongPongId, "test_ping_after_auth_gets_pong", "BLIP-PING-001"),
+    (NoCloseOnUnknownType, "test_unknown_frame_type_closes_connection and 0x0a", "BLIP-FRAME-006"),
+])
+def test_one_broken_rule_fails_the_suite_and_names_the_requirement(tmp_path, session_class,
+                                                                  selection, requirement):
+    report = tmp_path / "r.json"
+    with ThreadedServer(broker_with(session_class)) as server:
+        result = check(server.address[1], "--timeout", "0.5", "--", "-k", selection, report=report)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert requirement in result.stdout
+    doc = json.loads(report.read_text())
+    failed = [t for t in doc["tests"] if t["verdict"] in ("FAIL", "TIMEOUT")]
+    assert failed and all(requirement in t["requirements"] for t in failed)
+    assert all(t["transcript"] for t in failed), "a failing test must carry its wire transcript"
+    assert requirement in doc["summary"]["blipmq"]["failing_requirements"]
+
+
+def test_should_deviation_is_non_strict_unless_strict(tmp_path):
+    with ThreadedServer(broker_with(RenamedDuplicateHello)) as server:
+        lenient = check(server.address[1], "--", "-k", "test_second_hello_rejected",
+                        report=tmp_path / "l.json")
+        strict = check(server.address[1], "--strict", "--", "-k", "test_second_hello_rejected")
+    assert lenient.returncode == 0, lenient.stdout
+    verdicts = {t["verdict"] for t in json.loads((tmp_path / "l.json").read_text())["tests"]}
+    assert verdicts == {"NON-STRICT"}
+    assert "non-strict" in lenient.stdout.lower()
+    assert strict.returncode == 1 and "BLIP-HELLO-003" in strict.stdout
+
+
+def test_profile_waiver(tmp_path):
+    profile = tmp_path / "p.toml"
+    profile.write_text('extends = "document"\n[waivers]\n"BLIP-PUB-002" = "known bug #12"\n')
+    with ThreadedServer(broker_with(WrongNackCode)) as server:
+        result = check(server.address[1], "--profile", str(profile), "--", "-k",
+                       "test_publish_empty_topic", report=tmp_path / "w.json")
+    assert result.returncode == 0, result.stdout
+    tests = json.loads((tmp_path / "w.json").read_text())["tests"]
+    assert {t["verdict"] for t in tests} == {"WAIVED"}
+    assert "known bug #12" in tests[0]["message"]
+
+
+def test_bad_profile_is_a_usage_error(tmp_path):
+    result = check(1, "--profile", "no-such-profile")
+    assert result.returncode == 2
+    assert "unknown profile" in result.stdout + result.stderr
+
+
+def test_silent_target_fails_every_test_within_the_bound(tmp_path):
+    hole = BlackHole()
+    timeout = 0.1
+    try:
+        start = time.monotonic()
+        result = check(hole.port, "--timeout", str(timeout), "-n", "2", report=tmp_path / "b.json",
+                       timeout=600)
+        elapsed = time.monotonic() - start
+    finally:
+        hole.close()
+    doc = json.loads((tmp_path / "b.json").read_text())
+    tests = doc["tests"]
+    assert result.returncode == 1
+    assert len(tests) > 300
+    bad = [t for t in tests if t["verdict"] not in ("FAIL", "TIMEOUT", "NON-STRICT")]
+    assert not bad, bad[:3]
+    assert all(t["message"] for t in tests), "every failure must say why"
+    assert elapsed < len(tests) * timeout + 60, elapsed
