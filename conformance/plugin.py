@@ -190,9 +190,11 @@ def pytest_runtest_makereport(item, call):
     profile = tgt.profile if tgt is not None else None
     verdict = verdicts.classify(report, call, proto, ids, profile, strict_mode(item.config))
     if report.when == "call" or verdict != verdicts.PASS:
-        report.user_properties.append(("protocol", proto))
-        report.user_properties.append(("requirements", " ".join(ids)))
-        report.user_properties.append(("verdict", verdict))
+        # On the item too: JUnit XML writes the properties of the teardown report.
+        ours = ("protocol", "requirements", "verdict")
+        item.user_properties[:] = [p for p in item.user_properties if p[0] not in ours] + [
+            ("protocol", proto), ("requirements", " ".join(ids)), ("verdict", verdict)]
+        report.user_properties = list(item.user_properties)
     if verdict != verdicts.PASS and tgt is not None and tgt.transcripts:
         text = tgt.render_transcripts()
         report.sections.append(("wirecheck transcript", text))
@@ -208,6 +210,8 @@ def _allure_attach(config, text: str) -> None:
 
 
 def pytest_report_teststatus(report, config):
+    if report.when != "call":
+        return None
     verdict = dict(report.user_properties).get("verdict") if report.user_properties else None
     if verdict == verdicts.NON_STRICT:
         return "non-strict", "N", "NON-STRICT"

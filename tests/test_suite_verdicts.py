@@ -92,3 +92,19 @@ def test_silent_target_fails_every_test_within_the_bound(tmp_path):
     assert not bad, bad[:3]
     assert all(t["message"] for t in tests), "every failure must say why"
     assert elapsed < len(tests) * timeout + 60, elapsed
+
+
+def test_junit_and_allure_carry_requirements_and_transcripts(tmp_path):
+    import glob
+    import xml.etree.ElementTree as ET
+    allure_dir, junit = tmp_path / "allure", tmp_path / "j.xml"
+    with ThreadedServer(broker_with(WrongNackCode)) as server:
+        result = check(server.address[1], "--junitxml", str(junit), "--", "-k",
+                       "test_publish_empty_topic", "--alluredir", str(allure_dir))
+    assert result.returncode == 1
+    cases = ET.parse(junit).getroot().iter("testcase")
+    props = [{p.get("name"): p.get("value") for p in case.iter("property")} for case in cases]
+    assert props and all(p["requirements"] == "BLIP-PUB-002" and p["verdict"] == "FAIL" for p in props)
+    results = [json.loads(open(f).read()) for f in glob.glob(str(allure_dir / "*-result.json"))]
+    assert results and all(r["status"] == "failed" for r in results)
+    assert all(any(a["name"] == "wire transcript" for a in r.get("attachments", [])) for r in results)

@@ -1,0 +1,1 @@
+"""Throughput and scaling benchmarks; ``python benchmarks/run.py --out reports/bench.json``."""

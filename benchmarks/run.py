@@ -1,0 +1,101 @@
+"""Run the benchmarks: ``python benchmarks/run.py --out reports/bench.json [--quick]``.
+
+Writes ``{"machine": {...}, "results": [{"name", "value", "unit", "peer", "ratio", "goal",
+"met"}, ...]}`` and prints the same figures as a Markdown table (for the README). ``peer`` is
+what a result is compared with (the whole-buffer figure, the 1x time, the codec's frames/s),
+``ratio`` the comparison, ``goal`` the target for that ratio, ``met`` whether it is reached.
+A full run takes well under two minutes; ``--quick`` (smaller inputs, 3 repetitions) a few
+seconds, for smoke tests. Timings are figures to read, not assertions.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:          # runnable as a script from the repository root
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import bench_blipmq_decode  # noqa: E402
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Processor", "cpu model"):
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine() -> dict:
+    info = {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    try:
+        import scapy
+        info["scapy"] = scapy.__version__
+    except ImportError:
+        pass
+    return info
+
+
+def _num(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "**no**"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 1:
+        return f"{value:.2f}"
+    return f"{value:.4f}"
+
+
+def markdown(report: dict) -> str:
+    m = report["machine"]
+    lines = [f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']} "
+             f"({m['implementation']}), {m['platform']}", "",
+             "| benchmark | value | unit | peer | ratio | goal | met |",
+             "|---|---:|---|---:|---:|---|---|"]
+    for r in report["results"]:
+        lines.append(f"| {r['name']} | {_num(r['value'])} | {r['unit']} | {_num(r['peer'])} | "
+                     f"{_num(r['ratio'])} | {r['goal'] or ''} | "
+                     f"{'' if r['met'] is None else _num(r['met'])} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default="reports/bench.json", help="JSON result file")
+    p.add_argument("--quick", action="store_true", help="small inputs (smoke test)")
+    args = p.parse_args(argv)
+
+    start = time.perf_counter()
+    report = {"machine": machine(), "quick": args.quick,
+              "results": bench_blipmq_decode.run(quick=args.quick)}
+    report["seconds"] = round(time.perf_counter() - start, 2)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    print(markdown(report))
+    print(f"\n{len(report['results'])} results in {report['seconds']} s -> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

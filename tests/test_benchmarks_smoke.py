@@ -1,0 +1,41 @@
+"""``benchmarks/run.py --quick`` runs as a script from the repository root and writes every
+expected result. Timings vary by machine: nothing here asserts on them."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+EXPECTED = [
+    *(f"blipmq.decode.{kind}.whole{suffix}" for kind in ("ping", "publish32", "publish64k")
+      for suffix in ("", ".mbps")),
+    "blipmq.split.whole", "blipmq.split.1byte", "blipmq.split.random",
+    "blipmq.linear.whole.4x", "blipmq.linear.1byte.4x",
+    "scapy.dissect.ping", "scapy.dissect.publish32", "scapy.dissect.publish64k",
+]
+
+
+def test_quick_benchmark_run_writes_every_result(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, "benchmarks/run.py", "--quick", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+
+    assert {"platform", "python", "cpu", "cores"} <= set(report["machine"])
+    results = {r["name"]: r for r in report["results"]}
+    assert sorted(results) == sorted(EXPECTED)
+    for name, r in results.items():
+        assert set(r) == {"name", "value", "unit", "peer", "ratio", "goal", "met"}, name
+        assert isinstance(r["value"], float) and r["value"] > 0, name
+        if r["goal"] is not None:
+            assert r["ratio"] > 0 and r["peer"] > 0 and isinstance(r["met"], bool), name
+    for name in ("blipmq.split.1byte", "blipmq.split.random"):
+        assert results[name]["ratio"] > 0
+    # The Markdown table carries the same rows.
+    table = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
+    assert len(table) == 1 + len(EXPECTED)
+    assert all(any(f"| {name} |" in line for line in table) for name in EXPECTED)
