@@ -149,3 +149,9 @@ def test_frame_to_dict_is_json_friendly():
     d = codec.frame_to_dict(Publish(4, 1, "demo", b"\xffhi"))
     assert d == {"type": "PUBLISH", "correlation_id": 4, "qos": 1, "topic": "demo",
                  "message": None, "message_hex": "ff6869"}
+
+
+@pytest.mark.parametrize("frame", [Publish(1, 300, "t", b""), Ping(2**64), Ack(1, -1), Nack(1, 70000, "")])
+def test_encode_out_of_range_field_is_a_value_error(frame):
+    with pytest.raises(ValueError):
+        codec.encode(frame)

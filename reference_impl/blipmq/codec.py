@@ -194,10 +194,14 @@ def encode_raw(frame_type: int, correlation_id: int, payload: bytes = b"") -> by
 
 
 def encode(frame: Frame) -> bytes:
-    payload = encode_payload(frame)
-    if MIN_FRAME_LENGTH + len(payload) > MAX_FRAME_SIZE:
-        raise ValueError(f"frame of {MIN_FRAME_LENGTH + len(payload)} bytes exceeds MAX_FRAME_SIZE")
-    return encode_raw(frame.type, frame.correlation_id, payload)
+    """The frame's bytes; ValueError if a field is out of its wire range."""
+    try:
+        payload = encode_payload(frame)
+        if MIN_FRAME_LENGTH + len(payload) <= MAX_FRAME_SIZE:
+            return encode_raw(frame.type, frame.correlation_id, payload)
+    except struct.error as exc:
+        raise ValueError(f"{type(frame).__name__}: field out of range: {exc}") from None
+    raise ValueError(f"frame of {MIN_FRAME_LENGTH + len(payload)} bytes exceeds MAX_FRAME_SIZE")
 
 
 # --- payload decoding -----------------------------------------------------------------------
@@ -374,9 +378,9 @@ class Decoder:
             raise self._error from None
         if len(buf) < 4 + length:
             return None
-        data = buf.take(4 + length)
-        (correlation_id,) = _U64.unpack_from(data, 5)
-        return RawFrame(frame_type, correlation_id, data[HEADER_SIZE:], start)
+        (correlation_id,) = buf.unpack(_U64, 5)
+        buf.skip(HEADER_SIZE)
+        return RawFrame(frame_type, correlation_id, buf.take(length - MIN_FRAME_LENGTH), start)
 
     def next_frame(self):
         raw = self.next_raw()

@@ -53,7 +53,8 @@ class FrameBuffer:
             raise IndexError("FrameBuffer.take past the end")
         start = self._pos
         self._pos = start + n
-        data = bytes(self._buf[start:self._pos])
+        with memoryview(self._buf) as view:     # one copy; the view is released before compacting
+            data = bytes(view[start:self._pos])
         self._maybe_compact()
         return data
 
