@@ -119,10 +119,27 @@ def exit_code(pytest_status: int) -> int:
 
 
 def cmd_check(args) -> int:
+    import tempfile
+
     import pytest
-    argv = pytest_args(args.protocol, args.target, args.profile, args.report, args.junitxml,
-                       args.n, args.timeout, args.strict, args.pytest_args)
-    return exit_code(int(pytest.main(argv)))
+    with tempfile.TemporaryDirectory() as tmp:
+        report = args.report or os.path.join(tmp, "report.json")
+        argv = pytest_args(args.protocol, args.target, args.profile, report, args.junitxml,
+                           args.n, args.timeout, args.strict, args.pytest_args)
+        status = exit_code(int(pytest.main(argv)))
+        if status == EXIT_NONCONFORMANT and _harness_errors(report):
+            status = EXIT_HARNESS
+    return status
+
+
+def _harness_errors(report: str) -> int:
+    """Tests whose failure was the kit's own (fixture set-up, broker start), not the target's."""
+    try:
+        with open(report) as fh:
+            tests = json.load(fh)["tests"]
+    except (OSError, ValueError, KeyError):
+        return 0
+    return sum(t["verdict"] == "HARNESS-ERROR" for t in tests)
 
 
 # -- decode ------------------------------------------------------------------------------------
