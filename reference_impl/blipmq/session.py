@@ -133,27 +133,30 @@ class BlipSession:
         self.phase = TRANSITIONS[(self.phase, "auth")]
         self._send(Ack(raw.correlation_id, 0))
 
-    def _on_publish(self, raw: RawFrame) -> None:
+    def _parse_topic_qos(self, raw: RawFrame):
+        """PUBLISH and SUBSCRIBE are checked in the same order: payload, empty topic, QoS."""
         frame = self._parse(raw)
         if frame is None:
-            return
+            return None
         if not frame.topic:
             return self._nack(raw, 400, "empty topic")
         if frame.qos not in (0, 1):
             return self._nack(raw, 400, "invalid QoS value")
+        return frame
+
+    def _on_publish(self, raw: RawFrame) -> None:
+        frame = self._parse_topic_qos(raw)
+        if frame is None:
+            return
         try:
             self.state.publish(frame.qos, frame.topic, frame.message)
         except JournalError as exc:
             self._nack(raw, 500, f"durable publish failed: {exc}")
 
     def _on_subscribe(self, raw: RawFrame) -> None:
-        frame = self._parse(raw)
+        frame = self._parse_topic_qos(raw)
         if frame is None:
             return
-        if not frame.topic:
-            return self._nack(raw, 400, "empty topic")
-        if frame.qos not in (0, 1):
-            return self._nack(raw, 400, "invalid QoS value")
         self._send(Ack(raw.correlation_id, self.state.subscribe(frame.topic, frame.qos)))
 
     def _on_ack(self, raw: RawFrame) -> None:
