@@ -46,8 +46,22 @@ def cmd_protocols(args) -> int:
 
 # -- serve -------------------------------------------------------------------------------------
 
+def _check_profile(spec, name: str | None) -> str | None:
+    """Validate ``--profile`` for serve/decode; returns an error message or None. (BlipMQ's
+    profiles share one wire format, so its codec and broker do not vary with them.)"""
+    from conformance.profiles import ProfileError, load_profile
+    try:
+        load_profile(spec, name)
+    except ProfileError as exc:
+        return str(exc)
+    return None
+
+
 def cmd_serve(args) -> int:
     spec = args.protocol
+    if (err := _check_profile(spec, args.profile)) is not None:
+        print(f"wirecheck serve: {err}", file=sys.stderr)
+        return EXIT_HARNESS
     port = spec.default_port if args.port is None else args.port
     options = {}
     if args.fsync:
@@ -157,6 +171,9 @@ def _read_input(args) -> bytes:
 
 def cmd_decode(args) -> int:
     spec = args.protocol
+    if (err := _check_profile(spec, args.profile)) is not None:
+        print(f"wirecheck decode: {err}", file=sys.stderr)
+        return EXIT_HARNESS
     if args.pcap:
         from conformance.pcapdecode import decode_pcap
         return decode_pcap(spec, args.pcap)

@@ -116,3 +116,10 @@ def test_serve_with_api_keys_and_data_dir(tmp_path):
     finally:
         broker.terminate()
     assert (tmp_path / "blipmq.wal").exists()
+
+
+def test_unknown_profile_is_refused_by_decode_and_serve():
+    for cmd in (["decode", "--protocol", "blipmq", "--profile", "nope", "--hex", "00"],
+                ["serve", "--protocol", "blipmq", "--profile", "nope", "--port", "0"]):
+        r = wirecheck(*cmd, timeout=30)
+        assert r.returncode == 2 and "unknown profile" in r.stderr
