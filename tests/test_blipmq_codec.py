@@ -155,3 +155,13 @@ def test_frame_to_dict_is_json_friendly():
 def test_encode_out_of_range_field_is_a_value_error(frame):
     with pytest.raises(ValueError):
         codec.encode(frame)
+
+
+def test_broken_stream_buffers_nothing_more():
+    dec = Decoder()
+    with pytest.raises(FrameError):
+        dec.feed(b"\xff\xff\xff\xff")
+    for _ in range(100):
+        with pytest.raises(FrameError):
+            dec.feed(bytes(10_000))
+    assert dec.buffered == 4

@@ -347,7 +347,8 @@ class Decoder:
         return len(self._buf)
 
     def receive(self, data: bytes) -> None:
-        self._buf.feed(data)
+        if self._error is None:      # a broken stream buffers nothing more
+            self._buf.feed(data)
 
     def next_raw(self) -> RawFrame | None:
         """The next whole envelope, None if more bytes are needed."""

@@ -1,0 +1,1 @@
+"""Hypothesis strategies (one module per protocol), plain invariants, and state machines."""

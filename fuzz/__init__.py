@@ -1,0 +1,1 @@
+"""Coverage-guided fuzzing (atheris): thin targets over shared helpers, corpora, dictionaries."""

@@ -1,0 +1,85 @@
+"""Run each atheris target briefly: ``python -m fuzz.run_smoke [--runs N | --time S] [--target NAME]``.
+
+Each target starts from a *copy* of its seed corpus in a temporary directory (libFuzzer writes
+new inputs into its first corpus directory, and the repository's corpus must stay as reviewed),
+with its dictionary. Crash inputs go to ``fuzz/findings/<target>/`` (git-ignored); move one to
+``fuzz/crashers/<protocol>/`` to have tests/test_fuzz_corpus.py replay it forever. Exit status:
+0 when every target ran clean.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FUZZ = ROOT / "fuzz"
+
+
+@dataclass(frozen=True)
+class FuzzTarget:
+    name: str
+    module: str          # run as ``python -m module``
+    corpus: str          # fuzz/corpora/<corpus>
+    dictionary: str      # fuzz/dictionaries/<dictionary>
+
+
+TARGETS = {t.name: t for t in (
+    FuzzTarget("blipmq_decoder", "fuzz.fuzz_blipmq_decoder", "blipmq", "blipmq.dict"),
+    FuzzTarget("blipmq_session", "fuzz.fuzz_blipmq_session", "blipmq", "blipmq.dict"),
+)}
+
+
+def command(target: FuzzTarget, corpus_dir: Path, artifacts: Path, *, runs: int | None,
+            seconds: int | None) -> list[str]:
+    cmd = [sys.executable, "-m", target.module, str(corpus_dir),
+           f"-dict={FUZZ / 'dictionaries' / target.dictionary}",
+           f"-artifact_prefix={artifacts}/", "-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1"]
+    if runs is not None:
+        cmd.append(f"-runs={runs}")
+    if seconds is not None:
+        cmd.append(f"-max_total_time={seconds}")
+    return cmd
+
+
+def run_target(target: FuzzTarget, *, runs: int | None = None, seconds: int | None = None,
+               artifacts: Path | None = None, capture: bool = False) -> subprocess.CompletedProcess:
+    artifacts = artifacts or FUZZ / "findings" / target.name
+    artifacts.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"wirecheck-{target.name}-") as tmp:
+        corpus = Path(tmp) / "corpus"
+        shutil.copytree(FUZZ / "corpora" / target.corpus, corpus)
+        return subprocess.run(command(target, corpus, artifacts, runs=runs, seconds=seconds),
+                              cwd=ROOT, capture_output=capture, text=True, check=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fuzz.run_smoke", description=__doc__.splitlines()[0])
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--runs", type=int, help="inputs per target (default 20000 when no --time)")
+    budget.add_argument("--time", type=int, metavar="S", help="seconds per target")
+    parser.add_argument("--target", action="append", choices=sorted(TARGETS),
+                        help="only this target (repeatable; default all)")
+    parser.add_argument("--artifacts", type=Path,
+                        help="where crash inputs go (default fuzz/findings/<target>)")
+    args = parser.parse_args(argv)
+    runs = args.runs if args.runs is not None or args.time is not None else 20000
+    failed = []
+    for name in args.target or sorted(TARGETS):
+        print(f"== {name}", flush=True)
+        artifacts = args.artifacts / name if args.artifacts else None
+        result = run_target(TARGETS[name], runs=runs, seconds=args.time, artifacts=artifacts)
+        if result.returncode != 0:
+            failed.append(name)
+            print(f"== {name}: exit {result.returncode} (crash inputs in "
+                  f"{artifacts or FUZZ / 'findings' / name})", flush=True)
+    print("== all targets clean" if not failed else f"== failed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
