@@ -145,6 +145,7 @@ class Poll:
 
 
 Frame = Union[Hello, Auth, Publish, Subscribe, Ack, Nack, Ping, Pong, Poll]
+_TYPES: dict[int, FrameType] = {int(t): t for t in FrameType}
 FRAME_TYPES: dict[FrameType, type] = {cls.type: cls for cls in
                                       (Hello, Auth, Publish, Subscribe, Ack, Nack, Ping, Pong, Poll)}
 
@@ -355,33 +356,36 @@ class Decoder:
         if self._error is not None:
             raise self._error
         buf = self._buf
-        head = buf.unpack(_LEN)
-        if head is None:
+        available = len(buf)
+        if available >= HEADER_SIZE:             # common case: one unpack for the header
+            length, type_byte, correlation_id = buf.unpack(_HEADER)
+            self._check(length, type_byte, buf.offset)
+        else:                                    # partial header: check what is there
+            if available < 4:
+                return None
+            (length,) = buf.unpack(_LEN)
+            type_byte = buf.peek(5)[4] if available >= 5 else None
+            self._check(length, type_byte, buf.offset)
             return None
-        (length,) = head
+        if available < 4 + length:
+            return None
         start = buf.offset
+        payload = buf.take(length - MIN_FRAME_LENGTH, skip=HEADER_SIZE)
+        return RawFrame(_TYPES[type_byte], correlation_id, payload, start)
+
+    def _check(self, length: int, type_byte: int | None, start: int) -> None:
+        """Length bounds from the prefix alone, then the type byte once it is there."""
         if length < MIN_FRAME_LENGTH:
             self._error = _err(LengthError, f"length {length} < {MIN_FRAME_LENGTH}",
                                Category.LENGTH_TOO_SMALL, start)
-            raise self._error
-        if length > self.limits.max_frame_size:
+        elif length > self.limits.max_frame_size:
             self._error = _err(LengthError, f"length {length} > {self.limits.max_frame_size}",
                                Category.LENGTH_TOO_LARGE, start)
-            raise self._error
-        if len(buf) < 5:
-            return None
-        type_byte = buf.peek(5)[4]
-        try:
-            frame_type = FrameType(type_byte)
-        except ValueError:
+        elif type_byte is not None and type_byte not in _TYPES:
             self._error = _err(UnknownTypeError, f"unknown frame type 0x{type_byte:02x}",
                                Category.UNKNOWN_TYPE, start + 4)
-            raise self._error from None
-        if len(buf) < 4 + length:
-            return None
-        (correlation_id,) = buf.unpack(_U64, 5)
-        buf.skip(HEADER_SIZE)
-        return RawFrame(frame_type, correlation_id, buf.take(length - MIN_FRAME_LENGTH), start)
+        if self._error is not None:
+            raise self._error
 
     def next_frame(self):
         raw = self.next_raw()

@@ -47,14 +47,16 @@ class FrameBuffer:
             return None
         return st.unpack_from(self._buf, start)
 
-    def take(self, n: int) -> bytes:
-        """Consume and return exactly ``n`` bytes; the caller has checked they are there."""
-        if len(self._buf) - self._pos < n:
+    def take(self, n: int, skip: int = 0) -> bytes:
+        """Consume ``skip + n`` bytes and return the last ``n`` (a header already read with
+        :meth:`unpack` is skipped in the same call); the caller has checked they are there."""
+        start = self._pos + skip
+        end = start + n
+        if end > len(self._buf):
             raise IndexError("FrameBuffer.take past the end")
-        start = self._pos
-        self._pos = start + n
+        self._pos = end
         with memoryview(self._buf) as view:     # one copy; the view is released before compacting
-            data = bytes(view[start:self._pos])
+            data = bytes(view[start:end])
         self._maybe_compact()
         return data
 
