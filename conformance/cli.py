@@ -105,7 +105,9 @@ def pytest_args(spec, target: str | None, profile: str | None, report: str | Non
     # The kit's own ini, wherever it is run from: the caller's pytest configuration (addopts,
     # plugins) must not change what the suite does.
     argv = [suite_dir(spec), "--protocol", spec.id, "-q", "-p", "no:cacheprovider",
-            "--rootdir", suites, "-c", os.path.join(suites, "pytest.ini")]
+            "--rootdir", suites, "-c", os.path.join(suites, "pytest.ini"),
+            # this process imported the kit before pytest started: nothing to rewrite, no warning
+            "-W", "ignore::pytest.PytestAssertRewriteWarning"]
     if target:
         argv += ["--target", target]
     if profile:

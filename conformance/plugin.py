@@ -195,6 +195,8 @@ def pytest_runtest_makereport(item, call):
         item.user_properties[:] = [p for p in item.user_properties if p[0] not in ours] + [
             ("protocol", proto), ("requirements", " ".join(ids)), ("verdict", verdict)]
         report.user_properties = list(item.user_properties)
+    if verdict not in (verdicts.PASS, verdicts.SKIPPED, verdicts.HARNESS_ERROR) and ids:
+        report.sections.append(("wirecheck requirements", verdicts.describe(proto, ids)))
     if verdict != verdicts.PASS and tgt is not None and tgt.transcripts:
         text = tgt.render_transcripts()
         report.sections.append(("wirecheck transcript", text))

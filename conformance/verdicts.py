@@ -17,11 +17,25 @@ def rank(verdict: str) -> int:
     return _RANK.get(verdict, 0)
 
 
-def _levels(proto: str, ids: list[str]) -> list[str]:
+def _catalogue(proto: str) -> dict:
     from conformance.requirements import catalogue
     from reference_impl.core import registry
-    cat = catalogue(registry.get(proto).requirements)
+    return catalogue(registry.get(proto).requirements)
+
+
+def _levels(proto: str, ids: list[str]) -> list[str]:
+    cat = _catalogue(proto)
     return [cat[i].level if i in cat else "MUST" for i in ids]
+
+
+def describe(proto: str, ids: list[str]) -> str:
+    """One line per requirement a test checks: ID, level, document section, statement."""
+    cat = _catalogue(proto)
+    lines = []
+    for i in ids:
+        req = cat.get(i)
+        lines.append(f"{i} [{req.level}] {req.section}: {req.summary}" if req else f"{i} [unknown ID]")
+    return "\n".join(lines)
 
 
 def classify(report, call, proto: str, ids: list[str], profile, strict: bool) -> str:

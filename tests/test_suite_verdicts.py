@@ -41,6 +41,7 @@ def test_one_broken_rule_fails_the_suite_and_names_the_requirement(tmp_path, ses
     failed = [t for t in doc["tests"] if t["verdict"] in ("FAIL", "TIMEOUT")]
     assert failed and all(requirement in t["requirements"] for t in failed)
     assert all(t["transcript"] for t in failed), "a failing test must carry its wire transcript"
+    assert f"{requirement} [MUST]" in result.stdout     # the requirement's text is shown
     assert requirement in doc["summary"]["blipmq"]["failing_requirements"]
 
 
