@@ -13,7 +13,7 @@ import itertools
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
-from ..core.errors import FrameError
+from ..core.client import ConnectionClosed, FramedClient
 from . import codec
 from .codec import Ack, Auth, Hello, Nack, Ping, Poll, Pong, Publish, Subscribe
 from .session import DEFAULT_API_KEY
@@ -26,10 +26,6 @@ class NackError(Exception):
         self.message = message
 
 
-class ConnectionClosed(Exception):
-    pass
-
-
 @dataclass(frozen=True, slots=True)
 class Message:
     subscription_id: int
@@ -39,15 +35,13 @@ class Message:
     message: bytes
 
 
-class BlipClient:
+class BlipClient(FramedClient):
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  timeout: float = 10.0) -> None:
-        self.reader, self.writer, self.timeout = reader, writer, timeout
-        self.decoder = codec.Decoder()
+        super().__init__(reader, writer, codec.Decoder(), timeout)
         # Request ids start far above any delivery tag, because a QoS1 ACK's correlation id
         # (and its NACK's) is the broker's per-subscription tag, counted from 1.
         self._ids = itertools.count(1 << 40)
-        self._pending: dict[int, asyncio.Future] = {}
         # outstanding POLLs in order: (poll cid, barrier cid, subscription id, future)
         self._polls: deque[tuple[int, int, int, asyncio.Future]] = deque()
         self.errors: list[NackError] = []        # NACKs of fire-and-forget frames
@@ -56,14 +50,11 @@ class BlipClient:
         self._unconfirmed: OrderedDict[int, int] = OrderedDict()
         self._seq = 0
         self._ping_seq: dict[int, int] = {}
-        self._closed: BaseException | None = None
-        self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
 
     @classmethod
     async def connect(cls, host: str, port: int, api_key: str | None = DEFAULT_API_KEY,
                       timeout: float = 10.0) -> "BlipClient":
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-        client = cls(reader, writer, timeout)
+        client = cls(*await cls.open_stream(host, port, timeout), timeout)
         await client.hello()
         if api_key is not None:
             await client.auth(api_key)
@@ -98,13 +89,12 @@ class BlipClient:
             self._unconfirmed[cid] = self._seq
             self._write([frame])
             return
-        fut = asyncio.get_running_loop().create_future()
-        self._pending[cid] = fut
+        fut = self.expect(cid)
         barrier = next(self._ids)
         try:
             await self._request(barrier, [frame, Ping(barrier)])
         finally:
-            self._pending.pop(cid, None)
+            self.forget(cid)
             if fut.done() and not fut.cancelled():
                 fut.exception()   # retrieved here even when the barrier failed
         if fut.done():
@@ -112,9 +102,8 @@ class BlipClient:
 
     async def poll(self, subscription_id: int) -> Message | None:
         cid, barrier = next(self._ids), next(self._ids)
-        fut = asyncio.get_running_loop().create_future()
+        fut = self.expect(cid)
         self._polls.append((cid, barrier, subscription_id, fut))
-        self._pending[cid] = fut
         self._write([Poll(cid, subscription_id), Ping(barrier)])
         return await asyncio.wait_for(fut, self.timeout)
 
@@ -137,72 +126,38 @@ class BlipClient:
         cid = next(self._ids)
         await self._request(cid, [Ping(cid)])
 
-    async def close(self) -> None:
-        self.writer.close()
-        try:
-            await self.writer.wait_closed()
-        except (ConnectionError, OSError):
-            pass
-        self._reader_task.cancel()
-
-    async def __aenter__(self) -> "BlipClient":
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        await self.close()
-
     # -- plumbing ------------------------------------------------------------------------------
 
-    def _write(self, frames) -> None:
-        if self._closed is not None:
-            raise ConnectionClosed(str(self._closed))
+    def _encode(self, frames) -> bytes:
+        """Bytes of one write; remembers which write each barrier PING belongs to."""
         self._seq += 1
         for f in frames:
             if isinstance(f, Ping):
                 self._ping_seq[f.correlation_id] = self._seq
-        self.writer.write(b"".join(codec.encode(f) for f in frames))
+        return b"".join(codec.encode(f) for f in frames)
+
+    def _write(self, frames) -> None:
+        self.write(self._encode(frames))
 
     async def _request(self, cid: int, frames):
-        fut = asyncio.get_running_loop().create_future()
-        self._pending[cid] = fut
-        self._write(frames)
-        await self.writer.drain()
-        return await asyncio.wait_for(fut, self.timeout)
+        return await self.request(cid, self._encode(frames))
 
-    async def _read_loop(self) -> None:
-        try:
-            while data := await self.reader.read(65536):
-                for frame in self.decoder.feed(data):
-                    self._on_frame(frame)
-            self._fail(ConnectionClosed("connection closed by the broker"))
-        except (FrameError, ConnectionError, OSError) as exc:
-            self._fail(ConnectionClosed(f"connection lost: {exc}"))
-
-    def _fail(self, exc: BaseException) -> None:
-        self._closed = exc
-        for fut in list(self._pending.values()) + [p[3] for p in self._polls]:
+    def on_closed(self, exc: ConnectionClosed) -> None:
+        for *_, fut in self._polls:
             if not fut.done():
                 fut.set_exception(exc)
-                fut.exception()   # a waiter still gets it; nobody waiting is not an error
-        self._pending.clear()
+                fut.exception()
         self._polls.clear()
 
     def _resolve(self, cid: int, value=None, error: BaseException | None = None) -> None:
-        fut = self._pending.pop(cid, None)
-        if fut is None and self._unconfirmed.pop(cid, None) is not None:
-            if error is not None:
+        if cid not in self._pending and self._unconfirmed.pop(cid, None) is not None:
+            if error is not None:       # the NACK of a fire-and-forget frame
                 self.errors.append(error)
             return
-        if fut is None or fut.done():
-            if error is not None:
-                self.errors.append(error)
-            return
-        if error is not None:
-            fut.set_exception(error)
-        else:
-            fut.set_result(value)
+        if not self.resolve(cid, value, error) and error is not None:
+            self.errors.append(error)
 
-    def _on_frame(self, frame) -> None:
+    def on_frame(self, frame) -> None:
         if isinstance(frame, Nack):
             err = NackError(frame.code, frame.message)
             self._resolve(frame.correlation_id, error=err)
@@ -212,7 +167,7 @@ class BlipClient:
         elif isinstance(frame, Publish):   # a delivery answers the oldest outstanding POLL
             if self._polls:
                 poll_cid, _, sub_id, fut = self._polls.popleft()
-                self._pending.pop(poll_cid, None)
+                self.forget(poll_cid)
                 if not fut.done():
                     fut.set_result(Message(sub_id, frame.correlation_id, frame.qos,
                                            frame.topic, frame.message))
@@ -222,7 +177,7 @@ class BlipClient:
                 self._unconfirmed.popitem(last=False)
             if self._polls and self._polls[0][1] == frame.correlation_id:
                 poll_cid, _, _, fut = self._polls.popleft()
-                self._pending.pop(poll_cid, None)
+                self.forget(poll_cid)
                 if not fut.done():
                     fut.set_result(None)
             self._resolve(frame.correlation_id)
