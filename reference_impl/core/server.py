@@ -1,7 +1,9 @@
 """asyncio glue around sans-IO sessions, shared by every protocol's broker.
 
 A session object needs ``receive(data, now) -> list[bytes]`` and ``closed``; optionally
-``connection_lost()``. The glue feeds it, writes what it returns, and closes the transport
+``connection_lost()``, ``attach(push, close)`` (for bytes caused by other connections, such as
+a delivery after someone else's publish) and ``tick(now) -> list[bytes]`` (heartbeats and
+timeouts, called every ``tick_interval`` seconds). The glue feeds it, writes what it returns, and closes the transport
 when the session says so. It also runs a server in a background thread for the pytest
 fixture and the CLI's ``run``.
 """
@@ -30,6 +32,23 @@ class SessionProtocol(asyncio.Protocol):
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         self.session = self._make_session()
         self._connections.add(self)
+        attach = getattr(self.session, "attach", None)
+        if attach is not None:
+            attach(self._push, transport.close)
+
+    def _push(self, out: list[bytes]) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(b"".join(out))
+
+    def tick(self) -> None:
+        tick = getattr(self.session, "tick", None)
+        if tick is None or self.transport is None or self.transport.is_closing():
+            return
+        out = tick(self._clock())
+        if out:
+            self.transport.write(b"".join(out))
+        if self.session.closed:
+            self.transport.close()
 
     def data_received(self, data: bytes) -> None:
         out = self.session.receive(data, self._clock())
@@ -55,8 +74,11 @@ class SessionServer:
     """A TCP server whose connections each get a session from ``make_session``."""
 
     def __init__(self, make_session: Callable[[], object], host: str = "127.0.0.1",
-                 port: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
+                 port: int = 0, clock: Callable[[], float] = time.monotonic,
+                 tick_interval: float | None = None) -> None:
         self.make_session = make_session
+        self.tick_interval = tick_interval
+        self._ticker: asyncio.Task | None = None
         self.host = host
         self.port = port
         self.clock = clock
@@ -69,9 +91,20 @@ class SessionServer:
             lambda: SessionProtocol(self.make_session, self.clock, self.connections),
             self.host, self.port, reuse_address=True)
         self.port = self._server.sockets[0].getsockname()[1]
+        if self.tick_interval:
+            self._ticker = loop.create_task(self._tick_forever())
         return self
 
+    async def _tick_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.tick_interval)
+            for conn in list(self.connections):
+                conn.tick()
+
     async def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
         if self._server is not None:
             self._server.close()
             for conn in list(self.connections):

@@ -1,0 +1,37 @@
+"""RabbitMQ Stream (rabbitmq-stream-protocol.adoc, with the real server's differences from
+SPEC_NOTES.md): u32 size, u16 key, u16 version; PLAIN auth, Tune, Open; streams stored as
+Osiris chunks in segment files; publish with confirms and deduplication; credit-based
+consumption; super streams."""
+from ..core import registry
+from . import codec
+from .broker import make_broker
+from .client import StreamClient
+from .constants import DEFAULT_FRAME_MAX, DEFAULT_PORT
+from .session import StreamSession
+
+SPEC = registry.register(registry.ProtocolSpec(
+    id="rabbitmq-stream",
+    title="RabbitMQ Stream",
+    document="rabbitmq-stream-protocol.adoc",
+    requirement_prefix="RMQS-",
+    default_port=DEFAULT_PORT,
+    make_decoder=lambda limits=None: codec.Decoder(limits),
+    encode=codec.encode,
+    frame_to_dict=codec.frame_to_dict,
+    session_class=StreamSession,
+    make_broker=make_broker,
+    client_class=StreamClient,
+    scapy_layer="reference_impl.rabbitmq_stream.scapy_layer:RabbitMQStream",
+    strategies="conformance.strategies.rabbitmq_stream",
+    requirements="conformance.requirements.rabbitmq_stream",
+    suite="conformance.suites.rabbitmq_stream",
+    profiles={
+        # Today's server: keys 1-30, Publish/Deliver v2 after ExchangeCommandVersions.
+        "current": {"credentials": {"user": "guest", "password": "guest", "vhost": "/"},
+                    "limits": {"max_frame_size": DEFAULT_FRAME_MAX},
+                    "features": {"keys_26_30": True}},
+        # RabbitMQ 3.10 (Debian bookworm): keys 1-25 only; what it lacks is UNIMPLEMENTED.
+        "rabbitmq-3.10": {"extends": "current", "features": {"keys_26_30": False}},
+    },
+    default_profile="current",
+))

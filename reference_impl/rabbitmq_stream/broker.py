@@ -1,0 +1,83 @@
+"""The RabbitMQ Stream reference broker: asyncio I/O around :class:`~.session.StreamSession`.
+
+Streams live in a :class:`~.store.StreamStore`: segment files of Osiris chunks under
+``DATA_DIR/streams/`` when a data directory is given (recovered at start-up; a confirm is sent
+only after the chunk is written and synced per the fsync policy), in memory otherwise.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from ..blipmq.wal import FsyncPolicy
+from ..core.server import SessionServer
+from .codec import StreamConfig
+from .constants import DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT, DEFAULT_PORT
+from .session import SessionConfig, StreamSession
+from .state import DEFAULT_USERS, BrokerState
+from .store import StreamStore
+
+log = logging.getLogger("wirecheck.rabbitmq_stream")
+
+#: How often heartbeats and timeouts are checked.
+TICK_INTERVAL = 0.2
+
+
+@dataclass
+class BrokerConfig:
+    users: dict = field(default_factory=lambda: dict(DEFAULT_USERS))
+    data_dir: str | None = None
+    fsync: str = "always"
+    frame_max: int = DEFAULT_FRAME_MAX
+    heartbeat: int = DEFAULT_HEARTBEAT
+    profile: str = "current"
+    handshake_timeout: float = 30.0
+    advertised_host: str | None = None
+
+
+class StreamBroker:
+    def __init__(self, config: BrokerConfig | None = None, host: str = "127.0.0.1",
+                 port: int = 0, clock=time.monotonic) -> None:
+        self.config = cfg = config or BrokerConfig()
+        self.store = StreamStore(cfg.data_dir, FsyncPolicy.parse(cfg.fsync))
+        if cfg.data_dir:
+            log.info("recovered %d stream(s) from %s", len(self.store.streams), cfg.data_dir)
+        self.state = BrokerState(self.store, users=cfg.users,
+                                 advertised_host=cfg.advertised_host or host)
+        limits = StreamConfig(max_frame_size=cfg.frame_max or StreamConfig().max_frame_size)
+        self.session_config = SessionConfig(frame_max=cfg.frame_max, heartbeat=cfg.heartbeat,
+                                            profile=cfg.profile, limits=limits,
+                                            handshake_timeout=cfg.handshake_timeout)
+        self.server = SessionServer(lambda: StreamSession(self.state, self.session_config),
+                                    host, port, clock, tick_interval=TICK_INTERVAL)
+
+    async def start(self) -> "StreamBroker":
+        await self.server.start()
+        self.state.advertised_port = self.server.port
+        return self
+
+    async def stop(self) -> None:
+        await self.server.stop()
+        self.store.close()
+
+    @property
+    def host(self) -> str:
+        return self.server.host
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+
+def make_broker(host: str = "127.0.0.1", port: int = 0, *, data_dir: str | None = None,
+                api_keys: tuple[str, ...] | None = None, **options) -> StreamBroker:
+    """Registry factory. ``api_keys`` are ``user:password`` pairs (a bare name means the
+    password equals the name)."""
+    cfg = BrokerConfig(data_dir=data_dir, **options)
+    if api_keys:
+        cfg.users = {}
+        for item in api_keys:
+            user, sep, password = item.partition(":")
+            cfg.users[user] = password if sep else user
+    return StreamBroker(cfg, host, port)

@@ -1,0 +1,71 @@
+"""Broker-wide state of the RabbitMQ Stream reference broker: users, streams (through the
+store), super streams, and who publishes to / consumes from what.
+
+Sessions register here so that an append wakes the subscribers of that stream on every
+connection, and a Delete reaches every connection that used the stream (MetadataUpdate).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .store import StreamStore
+
+DEFAULT_USERS = {"guest": "guest"}          # RabbitMQ's default user (loopback only there too)
+DEFAULT_VHOSTS = frozenset({"/"})
+#: RabbitMQ refuses stream names it cannot use as queue names: empty, or longer than 255 bytes.
+MAX_NAME_BYTES = 255
+_RESERVED = re.compile(r"^amq\.")
+
+
+@dataclass
+class SuperStream:
+    name: str
+    partitions: list[str]
+    binding_keys: list[str]
+    arguments: dict = field(default_factory=dict)
+
+    def route(self, routing_key: str) -> list[str]:
+        return [p for p, k in zip(self.partitions, self.binding_keys) if k == routing_key]
+
+
+class BrokerState:
+    def __init__(self, store: StreamStore, *, users: dict[str, str] | None = None,
+                 vhosts=DEFAULT_VHOSTS, advertised_host: str = "127.0.0.1",
+                 advertised_port: int = 5552) -> None:
+        self.store = store
+        self.users = dict(DEFAULT_USERS if users is None else users)
+        self.vhosts = frozenset(vhosts)
+        self.advertised_host = advertised_host
+        self.advertised_port = advertised_port
+        self.super_streams: dict[str, SuperStream] = {}
+        self.sessions: set = set()
+        #: stream -> sessions with a subscription on it (woken after an append)
+        self.readers: dict[str, set] = {}
+        #: (stream, publisher reference) -> owning session (a reference is exclusive)
+        self.references: dict[tuple[str, str], object] = {}
+
+    # -- streams -----------------------------------------------------------------------------
+
+    @staticmethod
+    def valid_name(name: str) -> bool:
+        raw = name.encode("utf-8")
+        return 0 < len(raw) <= MAX_NAME_BYTES and not _RESERVED.match(name)
+
+    def stream(self, name: str):
+        return self.store.get(name)
+
+    def appended(self, name: str) -> None:
+        for session in list(self.readers.get(name, ())):
+            session.stream_grew(name)
+
+    def delete_stream(self, name: str) -> None:
+        self.store.delete(name)
+        for session in list(self.sessions):
+            session.stream_deleted(name)
+        self.readers.pop(name, None)
+        for key in [k for k in self.references if k[0] == name]:
+            del self.references[key]
+
+    def authenticate(self, user: str, password: str) -> bool:
+        return user in self.users and self.users[user] == password
