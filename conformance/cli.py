@@ -66,6 +66,9 @@ def cmd_serve(args) -> int:
     options = {}
     if args.fsync:
         options["fsync"] = args.fsync
+    if args.profile:
+        from conformance.profiles import load_profile
+        options["profile"] = load_profile(spec, args.profile).base
     try:
         broker = spec.make_broker(args.host, port, data_dir=args.data_dir,
                                   api_keys=tuple(args.api_key or ()), **options)
@@ -218,9 +221,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--protocol", type=_protocol, required=True)
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=None, help="default: the protocol's port")
-    s.add_argument("--data-dir", default=None, help="persist here (BlipMQ: WAL); default in memory")
-    s.add_argument("--api-key", action="append", help="accepted API key (repeatable; default dev-key)")
-    s.add_argument("--fsync", default=None, help="WAL fsync policy: always, none, every_n:N, interval_ms:MS")
+    s.add_argument("--data-dir", default=None,
+                   help="persist here (BlipMQ: WAL; RabbitMQ Stream: segment files); default in memory")
+    s.add_argument("--api-key", action="append",
+                   help="credential (repeatable): BlipMQ API key (default dev-key); RabbitMQ Stream "
+                        "user:password (default guest:guest)")
+    s.add_argument("--fsync", default=None,
+                   help="fsync policy of the WAL / stream segments: always, none, every_n:N, interval_ms:MS")
     s.add_argument("--profile", default=None, help="profile the broker speaks (default: the document)")
     s.set_defaults(func=cmd_serve)
 

@@ -118,11 +118,15 @@ class _EmbeddedBrokers:
     def __init__(self) -> None:
         self.running: dict[str, object] = {}
 
-    def address(self, spec) -> tuple[str, int]:
-        if spec.id not in self.running:
+    def address(self, spec, profile: str | None = None) -> tuple[str, int]:
+        """The broker speaks the profile under test (a built-in profile name; a profile file
+        extends one, whose name the broker gets)."""
+        key = (spec.id, profile)
+        if key not in self.running:
             from reference_impl.core.server import ThreadedServer
-            self.running[spec.id] = ThreadedServer(spec.make_broker("127.0.0.1", 0)).start()
-        return self.running[spec.id].address
+            self.running[key] = ThreadedServer(
+                spec.make_broker("127.0.0.1", 0, profile=profile)).start()
+        return self.running[key].address
 
     def stop(self) -> None:
         for server in self.running.values():
@@ -162,7 +166,7 @@ def target(request, wirecheck_spec, wirecheck_profile, wirecheck_embedded):
     address = config.getoption("wirecheck_target")
     embedded = address is None
     if embedded:
-        address = wirecheck_embedded.address(wirecheck_spec)
+        address = wirecheck_embedded.address(wirecheck_spec, wirecheck_profile.base)
     tgt = Target(address[0], address[1], wirecheck_spec, wirecheck_profile,
                  timeout=config.getoption("wirecheck_timeout"), embedded=embedded)
     request.node.stash[_TARGET_KEY] = tgt

@@ -38,6 +38,8 @@ class Profile:
     features: dict = field(default_factory=dict)
     timing: dict = field(default_factory=dict)
     waivers: dict = field(default_factory=dict)
+    #: The built-in profile this one is or extends: what a reference broker is asked to speak.
+    base: str | None = None
 
     def feature(self, name: str, default: bool = True) -> bool:
         return bool(self.features.get(name, default))
@@ -78,10 +80,10 @@ def load_profile(spec, name_or_path: str | None) -> Profile:
             raise ProfileError(f"profile file {name!r} not found") from None
         except tomllib.TOMLDecodeError as exc:
             raise ProfileError(f"profile file {name!r}: {exc}") from None
-        base = _builtin(spec, data.get("extends", spec.default_profile))
-        merged = _merge(base, data)
+        builtin = data.get("extends", spec.default_profile)
+        merged = _merge(_builtin(spec, builtin), data)
         label = data.get("name", os.path.basename(name))
     else:
         merged = _builtin(spec, name)
-        label = name
-    return Profile(label, spec.id, **merged)
+        label = builtin = name
+    return Profile(label, spec.id, **merged, base=builtin)

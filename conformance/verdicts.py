@@ -3,14 +3,17 @@
 PASS; FAIL (a MUST broken); TIMEOUT (the target did not answer in time: a FAIL whose reason is
 silence, kept apart so a hung target is told from a wrong one); NON-STRICT (only SHOULD/MAY
 requirements broken: passes unless ``--strict``); WAIVED (the profile waives every requirement
-the test checks); HARNESS-ERROR (the kit itself failed: fixture set-up, broker start).
+the test checks); UNIMPLEMENTED (an optional feature the profile says the target lacks: the
+test calls :func:`unimplemented`, which skips it with that verdict); HARNESS-ERROR (the kit
+itself failed: fixture set-up, broker start).
 """
 from __future__ import annotations
 
 PASS, FAIL, TIMEOUT = "PASS", "FAIL", "TIMEOUT"
 NON_STRICT, WAIVED, HARNESS_ERROR = "NON-STRICT", "WAIVED", "HARNESS-ERROR"
-SKIPPED = "SKIPPED"
-_RANK = {PASS: 0, SKIPPED: 1, WAIVED: 2, NON_STRICT: 3, TIMEOUT: 4, FAIL: 5, HARNESS_ERROR: 6}
+SKIPPED, UNIMPLEMENTED = "SKIPPED", "UNIMPLEMENTED"
+_UNIMPLEMENTED_PREFIX = "UNIMPLEMENTED: "
+_RANK = {PASS: 0, SKIPPED: 1, UNIMPLEMENTED: 1, WAIVED: 2, NON_STRICT: 3, TIMEOUT: 4, FAIL: 5, HARNESS_ERROR: 6}
 
 
 def rank(verdict: str) -> int:
@@ -38,9 +41,20 @@ def describe(proto: str, ids: list[str]) -> str:
     return "\n".join(lines)
 
 
+def unimplemented(feature: str) -> None:
+    """Skip the calling test: the profile says the target lacks ``feature`` (not a failure)."""
+    import pytest
+    pytest.skip(_UNIMPLEMENTED_PREFIX + feature)
+
+
 def classify(report, call, proto: str, ids: list[str], profile, strict: bool) -> str:
     """The verdict of one phase's report; turns NON-STRICT/WAIVED failures into xfails."""
     if report.skipped:
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+        if str(reason).startswith("Skipped: " + _UNIMPLEMENTED_PREFIX) or \
+                str(reason).startswith(_UNIMPLEMENTED_PREFIX):
+            return UNIMPLEMENTED
         return SKIPPED
     if report.passed:
         return PASS

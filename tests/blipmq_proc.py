@@ -1,4 +1,4 @@
-"""Run ``wirecheck serve --protocol blipmq`` as a child process (for crash tests)."""
+"""Run ``wirecheck serve --protocol P`` as a child process (for crash tests)."""
 from __future__ import annotations
 
 import os
@@ -11,13 +11,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class BrokerProcess:
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, protocol: str = "blipmq") -> None:
         self.args = args
+        self.protocol = protocol
         self.proc: subprocess.Popen | None = None
         self.port = 0
 
     def start(self, timeout: float = 20.0) -> "BrokerProcess":
-        cmd = [sys.executable, "-m", "conformance.cli", "serve", "--protocol", "blipmq",
+        cmd = [sys.executable, "-m", "conformance.cli", "serve", "--protocol", self.protocol,
                "--port", "0", *self.args]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True)

@@ -73,7 +73,9 @@ class BlipBroker:
 
 def make_broker(host: str = "127.0.0.1", port: int = 0, *, data_dir: str | None = None,
                 api_keys: tuple[str, ...] | None = None, **options) -> BlipBroker:
-    """Registry factory (``wirecheck serve``, the embedded default target)."""
+    """Registry factory (``wirecheck serve``, the embedded default target). BlipMQ's profiles
+    share one wire format, so ``profile`` does not change the broker."""
+    options.pop("profile", None)
     cfg = BrokerConfig(data_dir=data_dir, **options)
     if api_keys:
         cfg.api_keys = tuple(api_keys)

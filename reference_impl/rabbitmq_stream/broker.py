@@ -74,6 +74,8 @@ def make_broker(host: str = "127.0.0.1", port: int = 0, *, data_dir: str | None 
                 api_keys: tuple[str, ...] | None = None, **options) -> StreamBroker:
     """Registry factory. ``api_keys`` are ``user:password`` pairs (a bare name means the
     password equals the name)."""
+    if options.get("profile") is None:
+        options.pop("profile", None)
     cfg = BrokerConfig(data_dir=data_dir, **options)
     if api_keys:
         cfg.users = {}

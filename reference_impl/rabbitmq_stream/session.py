@@ -13,6 +13,7 @@ and the connection ends; a frame above the tuned frame_max gets Close(14) and en
 from __future__ import annotations
 
 import logging
+import struct
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -27,6 +28,9 @@ from .constants import (DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT, DOCUMENT_KEYS, RES
 from .state import BrokerState, SuperStream
 
 log = logging.getLogger("wirecheck.rabbitmq_stream")
+
+_DELIVER_V1 = struct.Struct(">IHHB")        # size, key, version, subscription id
+_DELIVER_V2 = struct.Struct(">IHHBQ")       # ... committed chunk id
 
 MAX_REFERENCE = 256               # "PublisherReference => string // max 256 characters"
 #: Hard ceiling on a frame when frame_max is 0 ("0 means no limit").
@@ -536,15 +540,22 @@ class StreamSession:
         sub.position = max(sub.position, log_.first_chunk_index())
         end = log_.end_chunk_index()
         while sub.credit > 0 and sub.position < end:
-            chunk = log_.chunk_at(sub.position)
+            index = sub.position
             sub.position += 1
-            if chunk is None or chunk.chunk_type != ChunkType.USER:
+            if log_.chunk_type_at(index) != ChunkType.USER:
                 continue                      # tracking chunks are never delivered
+            chunk = log_.delivery_bytes_at(index)
+            if chunk is None:
+                continue
             sub.credit -= 1
-            committed = None
+            # The chunk goes out as stored (CRC checked by the store), without re-encoding.
             if self.deliver_version >= 2:
                 committed = log_.stats().get("committed_chunk_id", 0)
-            self._out.append(codec.encode(codec.Deliver(sub.id, chunk, committed, self.deliver_version)))
+                head = _DELIVER_V2.pack(13 + len(chunk), Key.DELIVER, 2, sub.id,
+                                        max(committed, 0))
+            else:
+                head = _DELIVER_V1.pack(5 + len(chunk), Key.DELIVER, 1, sub.id)
+            self._out.append(head + chunk)
 
     def stream_grew(self, name: str) -> None:
         if self.closed:

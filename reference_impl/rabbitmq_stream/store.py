@@ -342,6 +342,42 @@ class StreamLog:
                              f"{ref.segment.path} is not chunk {ref.first_offset}")
         return chunk
 
+    def chunk_type_at(self, index: int) -> int | None:
+        i = index - self._base
+        if i < 0 or i >= len(self._refs):
+            return None
+        return self._refs[i].chunk_type
+
+    def delivery_bytes_at(self, index: int) -> bytes | None:
+        """The chunk at ``index`` as Deliver carries it: header (trailer length 0), bloom and
+        data, without the trailer (what RabbitMQ sends; the captures show trailer length 0).
+        The data's CRC is checked; the entries are not re-parsed (they were when written)."""
+        i = index - self._base
+        if i < 0 or i >= len(self._refs):
+            return None
+        ref = self._refs[i]
+        if ref.chunk is not None:
+            return ref.chunk.encode(trailer=False)
+        try:
+            if ref.segment is self._segments[-1] and self._fd is not None:
+                buf = _pread_exact(self._fd, ref.length, ref.position)
+            else:
+                with open(ref.segment.path, "rb") as fh:
+                    fh.seek(ref.position)
+                    buf = fh.read(ref.length)
+        except OSError as exc:
+            raise StoreError(f"stream {self.name!r}: reading chunk {ref.first_offset}: "
+                             f"{exc}") from exc
+        fields = list(HEADER.unpack_from(buf)) if len(buf) >= HEADER_SIZE else None
+        if fields is None or fields[6] != ref.first_offset:
+            raise StoreError(f"stream {self.name!r}: chunk {ref.first_offset} is damaged on disk")
+        data_length, bloom = fields[8], fields[10]
+        end = HEADER_SIZE + bloom + data_length
+        if len(buf) < end or zlib.crc32(memoryview(buf)[HEADER_SIZE + bloom:end]) != fields[7]:
+            raise StoreError(f"stream {self.name!r}: chunk {ref.first_offset} fails its CRC on disk")
+        fields[9] = 0                                   # trailer length: not sent
+        return HEADER.pack(*fields) + buf[HEADER_SIZE:end]
+
     def size_bytes(self) -> int:
         return sum(seg.size for seg in self._segments)
 
