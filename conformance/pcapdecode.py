@@ -146,8 +146,13 @@ class PcapDecoder:
             self._finish(d, time)         # the 4-tuple is reused by a new connection
             d = None
         if d is None:
+            client = self._clients.get(frozenset((src, dst)))
+            if client is not None:
+                origin = "client" if src == client else "server"
+            else:
+                origin = "client" if dst[1] in self.ports else "server"
             d = self._dirs[key] = _Direction(f"{_endpoint(*src)}->{_endpoint(*dst)}", src, dst,
-                                             self.spec.make_decoder())
+                                             self.spec.make_decoder(origin=origin))
         if syn:
             seq = (seq + 1) % _SEQ_MOD    # SYN takes one sequence number; data follows it
             d.base = seq if d.base is None else d.base

@@ -69,7 +69,7 @@ class Connection:
         self.spec = spec
         self.timeout = timeout
         self.transcript = transcript
-        self.decoder = spec.make_decoder()
+        self.decoder = spec.make_decoder(origin="server")     # it reads what the target sends
         self._frames: list = []
         self.closed_by_peer = False
 

@@ -23,7 +23,7 @@ class ProtocolSpec:
     document: str                            # file name under shared/specs
     requirement_prefix: str                  # e.g. "BLIP-"
     default_port: int
-    make_decoder: Callable[..., Any]         # (limits=None) -> incremental decoder with feed()
+    make_decoder: Callable[..., Any]         # (limits=None, origin=None|'server'|'client') -> decoder with feed()
     encode: Callable[[Any], bytes]
     frame_to_dict: Callable[[Any], dict]
     session_class: type

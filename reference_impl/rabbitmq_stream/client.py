@@ -23,7 +23,8 @@ __all__ = ["StreamClient", "ConnectionClosed"]
 class StreamClient(FramedClient):
     def __init__(self, reader, writer, *, timeout: float = 10.0, limits=None,
                  auto_credit: bool = False) -> None:
-        super().__init__(reader, writer, codec.Decoder(limits or codec.StreamConfig(max_frame_size=0)),
+        super().__init__(reader, writer, codec.Decoder(limits or codec.StreamConfig(max_frame_size=0),
+                                                      origin="server"),
                          timeout)
         self._ids = itertools.count(1)
         self.auto_credit = auto_credit

@@ -22,7 +22,7 @@ and decoding can go on (the session answers with Close 13, as the real server do
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Iterator, Optional, Union
 
 from ..core.errors import Category, FrameError, LengthError, PayloadError, UnknownTypeError
@@ -224,7 +224,8 @@ class _Frame:
 
     @property
     def wire_key(self) -> int:
-        return self.key | (RESPONSE_BIT if self.response else 0)
+        bit = self.response and getattr(self, "response_bit", True)
+        return self.key | (RESPONSE_BIT if bit else 0)
 
     def encode_body(self) -> bytes:
         return b"".join(_WRITE[kind](getattr(self, name)) for name, kind in self.FIELDS)
@@ -821,6 +822,8 @@ class RouteResponse(_Frame):
     streams: tuple
     single: bool = field(default=False, compare=False)
     version: int = 1
+    #: False when sent as RabbitMQ 3.10 does: under key 0x0018, without the response bit.
+    response_bit: bool = field(default=True, compare=False)
 
     def encode_body(self) -> bytes:
         head = _U32.pack(self.correlation_id) + _U16.pack(self.code)
@@ -837,6 +840,11 @@ class RouteResponse(_Frame):
         return cls(corr, code, r.strs("streams"), False, version)
 
 
+#: RabbitMQ 3.10 answers Route and Partitions under the request key (no response bit); a
+#: decoder told that its bytes come from a server reads those keys as the responses.
+_FROM_SERVER = {Key.ROUTE: "RouteResponse", Key.PARTITIONS: "PartitionsResponse"}
+
+
 @_frame(Key.PARTITIONS, CORR, CODE, ("streams", "strs"), response=True)
 @dataclass(frozen=True, slots=True)
 class PartitionsResponse(_Frame):
@@ -844,6 +852,8 @@ class PartitionsResponse(_Frame):
     code: int
     streams: tuple
     version: int = 1
+    #: False when sent as RabbitMQ 3.10 does: under key 0x0019, without the response bit.
+    response_bit: bool = field(default=True, compare=False)
 
 
 @_frame(Key.CONSUMER_UPDATE, response=True)
@@ -980,12 +990,20 @@ def key_name(key: Optional[int]) -> str:
     return name + ("_RESPONSE" if key & RESPONSE_BIT else "")
 
 
-def parse_frame(raw: RawFrame, limits: StreamConfig | None = None):
-    """The typed frame of an envelope; raises :class:`FrameError`."""
+def parse_frame(raw: RawFrame, limits: StreamConfig | None = None, origin: Optional[str] = None):
+    """The typed frame of an envelope; raises :class:`FrameError`. ``origin="server"`` says
+    the bytes were sent by a server (the only case where the 3.10 Route/Partitions quirk
+    can be told apart from a request)."""
     base = raw.offset + 8
     if raw.key is None:
         raise _err(LengthError, f"frame size {len(raw.body)} < {MIN_FRAME_SIZE}",
                    Category.LENGTH_TOO_SMALL, raw.offset)
+    if origin == "server" and raw.key in _FROM_SERVER and raw.version == 1:
+        cls = globals()[_FROM_SERVER[raw.key]]
+        r = _Reader(raw.body, base)
+        frame = cls.parse_body(r, 1)
+        r.done(cls.__name__)
+        return replace(frame, response_bit=False)
     cls = FRAME_CLASSES.get((raw.key, raw.version))
     if cls is None:
         if raw.key in WIRE_KEYS:
@@ -1013,8 +1031,10 @@ class Decoder:
     session applies the tuned frame_max).
     """
 
-    def __init__(self, limits: StreamConfig | None = None, *, parse: bool = True) -> None:
+    def __init__(self, limits: StreamConfig | None = None, *, parse: bool = True,
+                 origin: Optional[str] = None) -> None:
         self.limits = limits or StreamConfig()
+        self.origin = origin           # "server", "client" or None (unknown)
         self.max_frame_size = self.limits.max_frame_size
         self.parse = parse
         self._buf = FrameBuffer()
@@ -1063,7 +1083,7 @@ class Decoder:
         raw = self.next_raw()
         if raw is None or not self.parse:
             return raw
-        return parse_frame(raw, self.limits)
+        return parse_frame(raw, self.limits, self.origin)
 
     def __iter__(self) -> Iterator:
         while (frame := self.next_frame()) is not None:

@@ -393,7 +393,9 @@ class StreamSession:
 
     def _on_route(self, f: codec.Route) -> None:
         sup = self.state.super_streams.get(f.super_stream)
-        single = self.config.profile != "current"
+        # An array of streams, as RabbitMQ 3.10 sends too (the document's single string is an
+        # erratum); 3.10's missing response bit is not copied (the codec reads it from servers).
+        single = False
         if sup is None:
             return self._send(codec.RouteResponse(f.correlation_id, Code.STREAM_DOES_NOT_EXIST, (), single))
         streams = tuple(sup.route(f.routing_key))
