@@ -22,9 +22,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field, fields
 from enum import IntEnum
-from typing import ClassVar, Iterator, Union
+from typing import ClassVar, Union
 
 from ..core.errors import Category, FrameError, LengthError, PayloadError, UnknownTypeError
+from ..core.decoding import IncrementalDecoder
+from ..core.decoding import decode_all as _decode_all
 from ..core.framebuffer import FrameBuffer
 from ..core.limits import Limits
 
@@ -329,13 +331,15 @@ def parse_payload(raw: RawFrame) -> Frame:
 
 # --- stream decoding ------------------------------------------------------------------------
 
-class Decoder:
+class Decoder(IncrementalDecoder):
     """Incremental decoder: ``feed(data) -> list[frame]``.
 
     With ``parse=True`` (default) frames are typed and a bad payload raises; with
     ``parse=False`` it yields :class:`RawFrame` envelopes and only stream errors raise.
     Stream errors are sticky: once the stream is broken every later call raises the same error.
     """
+
+    protocol = PROTOCOL
 
     def __init__(self, limits: BlipConfig | None = None, *, parse: bool = True) -> None:
         self.limits = limits or BlipConfig()
@@ -393,40 +397,11 @@ class Decoder:
             return raw
         return parse_payload(raw)
 
-    def __iter__(self) -> Iterator:
-        while (frame := self.next_frame()) is not None:
-            yield frame
-
-    def feed(self, data: bytes) -> list:
-        """Buffer ``data`` and return every whole frame; on error, the frames decoded before
-        it are on the exception's ``frames``."""
-        self.receive(data)
-        out: list = []
-        try:
-            for frame in self:
-                out.append(frame)
-        except FrameError as exc:
-            exc.frames = out
-            raise
-        return out
-
-    def eof(self) -> None:
-        """The stream ended: leftover bytes are a truncated frame."""
-        if self._error is None and len(self._buf):
-            raise _err(PayloadError, f"stream ended inside a frame ({len(self._buf)} bytes left)",
-                       Category.TRUNCATED, self._buf.offset)
 
 
 def decode_all(data: bytes, limits: BlipConfig | None = None) -> list[Frame]:
     """Every frame of a complete byte string; trailing partial frame -> TRUNCATED."""
-    dec = Decoder(limits)
-    frames = dec.feed(data)
-    try:
-        dec.eof()
-    except FrameError as exc:
-        exc.frames = frames
-        raise
-    return frames
+    return _decode_all(Decoder(limits), data)
 
 
 def frame_to_dict(frame) -> dict:

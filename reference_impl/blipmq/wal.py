@@ -34,6 +34,7 @@ import time
 import zlib
 from dataclasses import dataclass
 
+from ..core.durability import FsyncPolicy  # noqa: F401  (re-exported: the CLI names it here)
 from .state import BrokerState, JournalError
 
 MAGIC = b"BLIPWAL\0"
@@ -51,25 +52,6 @@ _SETTLE = struct.Struct(">QQ")
 
 class WalCorruption(Exception):
     """A record with a bad checksum is followed by more data: not a torn write."""
-
-
-@dataclass(frozen=True)
-class FsyncPolicy:
-    every_n: int | None = 1
-    interval: float | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> "FsyncPolicy":
-        if text == "always":
-            return cls(1, None)
-        if text == "none":
-            return cls(None, None)
-        kind, _, value = text.partition(":")
-        if kind == "every_n" and value.isdigit() and int(value) > 0:
-            return cls(int(value), None)
-        if kind == "interval_ms" and value.isdigit():
-            return cls(None, int(value) / 1000)
-        raise ValueError(f"fsync policy {text!r}: use always, none, every_n:N or interval_ms:MS")
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,10 +223,8 @@ class WriteAheadLog:
                 written = os.write(self._fd, view)
                 view = view[written:]
             self._unsynced += 1
-            pol = self.policy
             now = self.clock()
-            if ((pol.every_n is not None and self._unsynced >= pol.every_n)
-                    or (pol.interval is not None and now - self._last_sync >= pol.interval)):
+            if self.policy.due(self._unsynced, self._last_sync, now):
                 os.fsync(self._fd)
                 self._unsynced = 0
                 self._last_sync = now

@@ -10,10 +10,10 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from ..blipmq.wal import FsyncPolicy
+from ..core.durability import FsyncPolicy
 from ..core.server import SessionServer
 from .codec import StreamConfig
-from .constants import DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT, DEFAULT_PORT
+from .constants import DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT
 from .session import SessionConfig, StreamSession
 from .state import DEFAULT_USERS, BrokerState
 from .store import StreamStore

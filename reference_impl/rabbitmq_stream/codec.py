@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, ClassVar, Iterator, Optional, Union
+from typing import Any, ClassVar, Optional, Union
 
 from ..core.errors import Category, FrameError, LengthError, PayloadError, UnknownTypeError
+from ..core.decoding import IncrementalDecoder
+from ..core.decoding import decode_all as _decode_all
 from ..core.framebuffer import FrameBuffer
 from ..core.limits import Limits
 from . import chunk as osiris
@@ -1022,7 +1024,7 @@ def parse_frame(raw: RawFrame, limits: StreamConfig | None = None, origin: Optio
 
 # --- stream decoding --------------------------------------------------------------------------
 
-class Decoder:
+class Decoder(IncrementalDecoder):
     """Incremental decoder: ``feed(data) -> list[frame]``.
 
     ``parse=False`` yields :class:`RawFrame` envelopes. A size above ``max_frame_size`` is a
@@ -1030,6 +1032,8 @@ class Decoder:
     (or iterate again) to go on past it. ``max_frame_size`` may be changed between calls (the
     session applies the tuned frame_max).
     """
+
+    protocol = PROTOCOL
 
     def __init__(self, limits: StreamConfig | None = None, *, parse: bool = True,
                  origin: Optional[str] = None) -> None:
@@ -1085,39 +1089,11 @@ class Decoder:
             return raw
         return parse_frame(raw, self.limits, self.origin)
 
-    def __iter__(self) -> Iterator:
-        while (frame := self.next_frame()) is not None:
-            yield frame
-
-    def feed(self, data: bytes) -> list:
-        """Buffer ``data`` and return every whole frame; on error, the frames decoded before
-        it are on the exception's ``frames``."""
-        self.receive(data)
-        out: list = []
-        try:
-            for frame in self:
-                out.append(frame)
-        except FrameError as exc:
-            exc.frames = out
-            raise
-        return out
-
-    def eof(self) -> None:
-        if self._error is None and len(self._buf):
-            raise _err(PayloadError, f"stream ended inside a frame ({len(self._buf)} bytes left)",
-                       Category.TRUNCATED, self._buf.offset)
 
 
-def decode_all(data: bytes, limits: StreamConfig | None = None) -> list:
+def decode_all(data: bytes, limits: StreamConfig | None = None, origin: Optional[str] = None) -> list:
     """Every frame of a complete byte string; the first error raises (with ``frames``)."""
-    dec = Decoder(limits)
-    frames = dec.feed(data)
-    try:
-        dec.eof()
-    except FrameError as exc:
-        exc.frames = frames
-        raise
-    return frames
+    return _decode_all(Decoder(limits, origin=origin), data)
 
 
 # --- views ------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ the last segment is the expected result of a crash during a write (torn tail) an
 INFO; anything else at WARNING.
 
 Durability: an append returns only after its chunk is written to the segment (and fsync'ed
-as the :class:`~reference_impl.blipmq.wal.FsyncPolicy` says), so the caller may confirm the
+as the :class:`~reference_impl.core.durability.FsyncPolicy` says), so the caller may confirm the
 publish as soon as it returns. A failed write is truncated away, never left half-written for
 the next chunk to follow.
 
@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 from urllib.parse import quote
 
-from ..blipmq.wal import FsyncPolicy
+from ..core.durability import FsyncPolicy
 from ..core.errors import FrameError
 from .chunk import (HEADER, HEADER_SIZE, Chunk, Entry, SimpleEntry, SubBatchEntry, TrackingType,
                     build_chunk, encode_tracking, parse_chunk, parse_tracking)
@@ -322,16 +322,7 @@ class StreamLog:
         ref = self._refs[i]
         if ref.chunk is not None:
             return ref.chunk
-        try:
-            if ref.segment is self._segments[-1] and self._fd is not None:
-                buf = _pread_exact(self._fd, ref.length, ref.position)
-            else:
-                with open(ref.segment.path, "rb") as fh:
-                    fh.seek(ref.position)
-                    buf = fh.read(ref.length)
-        except OSError as exc:
-            raise StoreError(f"stream {self.name!r}: reading chunk {ref.first_offset}: "
-                             f"{exc}") from exc
+        buf = self._read(ref)
         try:
             chunk = parse_chunk(buf)
         except FrameError as exc:
@@ -341,6 +332,18 @@ class StreamLog:
             raise StoreError(f"stream {self.name!r}: chunk at byte {ref.position} of "
                              f"{ref.segment.path} is not chunk {ref.first_offset}")
         return chunk
+
+    def _read(self, ref: _ChunkRef) -> bytes:
+        """The stored bytes of one chunk (file mode)."""
+        try:
+            if ref.segment is self._segments[-1] and self._fd is not None:
+                return _pread_exact(self._fd, ref.length, ref.position)
+            with open(ref.segment.path, "rb") as fh:
+                fh.seek(ref.position)
+                return fh.read(ref.length)
+        except OSError as exc:
+            raise StoreError(f"stream {self.name!r}: reading chunk {ref.first_offset}: "
+                             f"{exc}") from exc
 
     def chunk_type_at(self, index: int) -> int | None:
         i = index - self._base
@@ -358,16 +361,7 @@ class StreamLog:
         ref = self._refs[i]
         if ref.chunk is not None:
             return ref.chunk.encode(trailer=False)
-        try:
-            if ref.segment is self._segments[-1] and self._fd is not None:
-                buf = _pread_exact(self._fd, ref.length, ref.position)
-            else:
-                with open(ref.segment.path, "rb") as fh:
-                    fh.seek(ref.position)
-                    buf = fh.read(ref.length)
-        except OSError as exc:
-            raise StoreError(f"stream {self.name!r}: reading chunk {ref.first_offset}: "
-                             f"{exc}") from exc
+        buf = self._read(ref)
         fields = list(HEADER.unpack_from(buf)) if len(buf) >= HEADER_SIZE else None
         if fields is None or fields[6] != ref.first_offset:
             raise StoreError(f"stream {self.name!r}: chunk {ref.first_offset} is damaged on disk")
@@ -489,9 +483,8 @@ class StreamLog:
             try:
                 _pwrite_all(self._fd, raw, position)
                 self._unsynced += 1
-                pol, now = self.policy, self.clock()
-                if ((pol.every_n is not None and self._unsynced >= pol.every_n)
-                        or (pol.interval is not None and now - self._last_sync >= pol.interval)):
+                now = self.clock()
+                if self.policy.due(self._unsynced, self._last_sync, now):
                     os.fsync(self._fd)
                     self._unsynced = 0
                     self._last_sync = now
