@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:          # runnable as a script from the repository root
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import bench_blipmq_decode  # noqa: E402
+from benchmarks import bench_blipmq_decode, bench_rmqs_broker, bench_rmqs_decode  # noqa: E402
 
 
 def cpu_model() -> str:
@@ -87,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
 
     start = time.perf_counter()
     report = {"machine": machine(), "quick": args.quick,
-              "results": bench_blipmq_decode.run(quick=args.quick)}
+              "results": [*bench_blipmq_decode.run(quick=args.quick),
+                          *bench_rmqs_decode.run(quick=args.quick),
+                          *bench_rmqs_broker.run(quick=args.quick)]}
     report["seconds"] = round(time.perf_counter() - start, 2)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

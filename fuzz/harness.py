@@ -1,19 +1,30 @@
 """Shared bodies of the atheris targets (STYLE.md point 8): each target is a few lines over these.
 
-Both helpers take the fuzzer's bytes as they come and use their first bytes as *parameters*
-(read sizes, clock steps) while still feeding all of them, so a seed that is a real BlipMQ
-stream (fuzz/corpora/blipmq/) stays a real stream. They raise AssertionError when two ways of
-doing the same thing disagree; :class:`FrameError` is the only exception a decoder may raise and
-is turned into a result; anything else propagates, and the fuzzer reports it as a crash.
+The decoder and session helpers take the fuzzer's bytes as they come and use their first bytes
+as *parameters* (read sizes, clock steps) while still feeding all of them, so a seed that is a
+real stream (fuzz/corpora/blipmq/, fuzz/corpora/rabbitmq-stream/) stays a real stream; the
+Osiris chunk helper takes one chunk as it is (fuzz/corpora/rabbitmq-stream-chunk/). They raise
+AssertionError when two ways of doing the same thing disagree; :class:`FrameError` is the only
+exception a decoder may raise and is turned into a result; anything else propagates, and the
+fuzzer reports it as a crash.
 """
 from __future__ import annotations
 
+import zlib
+
 from conformance.strategies.invariants import assert_same, decode_chunked, decode_whole
+from conformance.strategies.rabbitmq_stream import SERVER_CLASSES as RMQS_SERVER_CLASSES
 from reference_impl.blipmq import codec
 from reference_impl.blipmq.codec import FrameType, NackCode
 from reference_impl.blipmq.session import BlipSession
 from reference_impl.blipmq.state import BrokerState
-from reference_impl.core.errors import FrameError
+from reference_impl.core.errors import Category, FrameError
+from reference_impl.rabbitmq_stream import codec as rmqs
+from reference_impl.rabbitmq_stream.chunk import (ChunkType, encode_tracking, parse_chunk,
+                                                  parse_tracking)
+from reference_impl.rabbitmq_stream.session import SessionConfig, StreamSession
+from reference_impl.rabbitmq_stream.state import BrokerState as StreamBrokerState
+from reference_impl.rabbitmq_stream.store import StreamStore
 
 #: How many leading bytes choose the read sizes; a read is 1..MAX_READ bytes.
 SIZE_BYTES = 4
@@ -90,3 +101,79 @@ def _check_answer(wire: bytes) -> None:
     assert frame.type in SERVER_TYPES, f"session sent a {frame.type.name}"
     if frame.type is FrameType.NACK:
         assert frame.code in {int(c) for c in NackCode}, f"NACK code {frame.code} not in the table"
+
+
+# --- RabbitMQ Stream ----------------------------------------------------------------------------
+
+#: Bound on a sub-batch's inflated size while fuzzing (the codec's default is 64 MiB): a seed
+#: whose gzip body inflates further is refused quickly (BAD_VALUE) instead of slowly.
+RMQS_MAX_UNCOMPRESSED = 1 << 20
+
+
+def rmqs_chunk_one_input(data: bytes) -> None:
+    """``data`` as one Osiris chunk (reference_impl/rabbitmq_stream/chunk.py). Parsed without
+    the CRC check (so mutated entries are reached) and with it: they agree but for the CRC; a
+    chunk that parses re-encodes to one that parses equal; a user chunk's entries re-encode to
+    its data and expand to ``num_records`` records (gzip bounded), or a FrameError; a tracking
+    chunk's records re-encode to its data, or a FrameError."""
+    try:
+        chunk = parse_chunk(data, check_crc=False)
+    except FrameError:
+        try:
+            parse_chunk(data)
+        except FrameError:
+            return
+        raise AssertionError("the CRC-checked parse accepted a chunk the unchecked one refused") from None
+    crc_ok = zlib.crc32(chunk.data) == chunk.crc
+    try:
+        checked = parse_chunk(data)
+    except FrameError as exc:
+        assert not crc_ok and exc.category is Category.BAD_VALUE, f"with the CRC check: {exc!r}"
+    else:
+        assert crc_ok and checked == chunk, "a chunk with a wrong CRC was accepted"
+    assert parse_chunk(chunk.encode(), check_crc=False) == chunk, "re-encoded chunk differs"
+    if chunk.chunk_type != ChunkType.USER:
+        try:
+            records = parse_tracking(chunk.data)
+        except FrameError:
+            return
+        assert encode_tracking(records) == chunk.data, "tracking records re-encode differently"
+        return
+    entries = chunk.entries()
+    assert b"".join(e.encode() for e in entries) == chunk.data, "entries re-encode differently"
+    try:
+        messages = chunk.messages(RMQS_MAX_UNCOMPRESSED)
+    except FrameError:
+        return
+    assert len(messages) == chunk.num_records, f"{len(messages)} records, header says {chunk.num_records}"
+
+
+def rmqs_session_one_input(data: bytes) -> None:
+    """Feed ``data`` to a RabbitMQ Stream session (fresh in-memory store) in reads chosen by
+    its first bytes, a fake clock advancing by an amount its 5th byte chooses after each read,
+    with a ``tick`` then (heartbeats and the handshake timeout fire). Every item the session
+    sends must be one whole frame the reference decoder accepts (a Deliver's chunk with its
+    CRC, entries and record count; what a sub-batch holds is the publisher's and is passed on
+    unread, as the real server does), of a class a server sends; a Close ends the output;
+    nothing at all once the session closed."""
+    clock = [1_700_000_000.0]
+    session = StreamSession(StreamBrokerState(StreamStore(None)), SessionConfig(),
+                            clock=lambda: clock[0])
+    step = (data[SIZE_BYTES] if len(data) > SIZE_BYTES else 0) / 100.0
+    for chunk in _reads(data):
+        was_closed = session.closed
+        out = session.receive(chunk, clock[0])
+        clock[0] += step
+        out += session.tick(clock[0])
+        if was_closed:
+            assert out == [], f"a closed session answered {out}"
+            return                 # one read after the close shows it; more would show nothing new
+        for i, wire in enumerate(out):
+            # A Deliver may exceed the tuned frame_max: decode without a size limit.
+            decoder = rmqs.Decoder(rmqs.StreamConfig(max_frame_size=0), origin="server")
+            frames = decoder.feed(wire)
+            assert len(frames) == 1 and decoder.buffered == 0, f"session sent {wire.hex()}"
+            frame = frames[0]
+            assert type(frame) in RMQS_SERVER_CLASSES, f"session sent a {type(frame).__name__}"
+            if isinstance(frame, rmqs.Close):
+                assert i == len(out) - 1 and session.closed, "frames after the server's Close"

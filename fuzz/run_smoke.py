@@ -3,8 +3,8 @@
 Each target starts from a *copy* of its seed corpus in a temporary directory (libFuzzer writes
 new inputs into its first corpus directory, and the repository's corpus must stay as reviewed),
 with its dictionary. Crash inputs go to ``fuzz/findings/<target>/`` (git-ignored); move one to
-``fuzz/crashers/<protocol>/`` to have tests/test_fuzz_corpus.py replay it forever. Exit status:
-0 when every target ran clean.
+``fuzz/crashers/<corpus>/`` (the target's corpus name) to have tests/test_fuzz_corpus.py replay
+it forever. Exit status: 0 when every target ran clean.
 """
 from __future__ import annotations
 
@@ -23,14 +23,22 @@ FUZZ = ROOT / "fuzz"
 @dataclass(frozen=True)
 class FuzzTarget:
     name: str
-    module: str          # run as ``python -m module``
-    corpus: str          # fuzz/corpora/<corpus>
+    module: str          # run as ``python -m module``; defines ``TestOneInput``
+    corpus: str          # fuzz/corpora/<corpus>; crashers in fuzz/crashers/<corpus>
     dictionary: str      # fuzz/dictionaries/<dictionary>
+    protocol: str        # registry id of the protocol it exercises
+    seeds: str = "stream"    # a seed is a whole "stream" of frames, or one Osiris "chunk"
 
 
 TARGETS = {t.name: t for t in (
-    FuzzTarget("blipmq_decoder", "fuzz.fuzz_blipmq_decoder", "blipmq", "blipmq.dict"),
-    FuzzTarget("blipmq_session", "fuzz.fuzz_blipmq_session", "blipmq", "blipmq.dict"),
+    FuzzTarget("blipmq_decoder", "fuzz.fuzz_blipmq_decoder", "blipmq", "blipmq.dict", "blipmq"),
+    FuzzTarget("blipmq_session", "fuzz.fuzz_blipmq_session", "blipmq", "blipmq.dict", "blipmq"),
+    FuzzTarget("rmqs_decoder", "fuzz.fuzz_rmqs_decoder", "rabbitmq-stream", "rabbitmq-stream.dict",
+               "rabbitmq-stream"),
+    FuzzTarget("rmqs_session", "fuzz.fuzz_rmqs_session", "rabbitmq-stream", "rabbitmq-stream.dict",
+               "rabbitmq-stream"),
+    FuzzTarget("rmqs_chunk", "fuzz.fuzz_rmqs_chunk", "rabbitmq-stream-chunk", "rabbitmq-stream.dict",
+               "rabbitmq-stream", seeds="chunk"),
 )}
 
 

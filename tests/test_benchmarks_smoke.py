@@ -15,6 +15,12 @@ EXPECTED = [
     "blipmq.split.whole", "blipmq.split.1byte", "blipmq.split.random",
     "blipmq.linear.whole.4x", "blipmq.linear.1byte.4x",
     "scapy.dissect.ping", "scapy.dissect.publish32", "scapy.dissect.publish64k",
+    *(f"rmqs.decode.{kind}.whole{suffix}" for kind in ("deliver100x100", "deliver1x16", "confirm")
+      for suffix in ("", ".mbps")),
+    *(f"rmqs.{peer}.{kind}" for peer in ("rstream.decode", "scapy.dissect")
+      for kind in ("deliver100x100", "deliver1x16", "confirm")),
+    # --quick runs the reference broker alone (no real RabbitMQ: its start-up alone is ~20 s)
+    "rmqs.broker.publish+confirm.5000x100B", "rmqs.broker.consume.5000x100B",
 ]
 
 
@@ -33,8 +39,9 @@ def test_quick_benchmark_run_writes_every_result(tmp_path):
         assert isinstance(r["value"], float) and r["value"] > 0, name
         if r["goal"] is not None:
             assert r["ratio"] > 0 and r["peer"] > 0 and isinstance(r["met"], bool), name
-    for name in ("blipmq.split.1byte", "blipmq.split.random"):
-        assert results[name]["ratio"] > 0
+    for name in ("blipmq.split.1byte", "blipmq.split.random",
+                 *(f"rmqs.rstream.decode.{k}" for k in ("deliver100x100", "deliver1x16", "confirm"))):
+        assert results[name]["ratio"] > 0 and results[name]["peer"] > 0
     # The Markdown table carries the same rows.
     table = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
     assert len(table) == 1 + len(EXPECTED)

@@ -1,42 +1,64 @@
 """Replay the fuzz corpora and crashers through the atheris targets as plain tests (STYLE.md
-point 8: CI keeps every crasher fixed), and run each target briefly under atheris itself."""
+point 8: CI keeps every crasher fixed), and run each target briefly under atheris itself.
+Targets, corpora and what a seed is come from ``fuzz.run_smoke.TARGETS``."""
+import importlib
 from pathlib import Path
 
 import pytest
 
 from conformance.strategies.invariants import decode_whole
-from fuzz import fuzz_blipmq_decoder, fuzz_blipmq_session
 from fuzz.run_smoke import TARGETS, run_target
+from reference_impl.rabbitmq_stream.chunk import ChunkType, parse_chunk
 
 FUZZ = Path(__file__).resolve().parent.parent / "fuzz"
-ENTRY_POINTS = {"blipmq_decoder": fuzz_blipmq_decoder.TestOneInput,
-                "blipmq_session": fuzz_blipmq_session.TestOneInput}
+ENTRY_POINTS = {name: importlib.import_module(t.module).TestOneInput for name, t in TARGETS.items()}
+#: Seeds each corpus must have at least (the document's samples, sessions, real captures...).
+MIN_SEEDS = {"blipmq": 9, "rabbitmq-stream": 40, "rabbitmq-stream-chunk": 10}
 
 
 def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
 
 
-SEEDS = _files(FUZZ / "corpora" / "blipmq")
-CRASHERS = _files(FUZZ / "crashers" / "blipmq")
+CORPORA = {t.corpus: t for t in TARGETS.values()}          # corpus -> a target using it
+SEEDS = {c: _files(FUZZ / "corpora" / c) for c in CORPORA}
+CRASHERS = {c: _files(FUZZ / "crashers" / c) for c in CORPORA}
 
 
-def test_every_target_is_replayed():
-    assert set(ENTRY_POINTS) == set(TARGETS)
+def _seed_problem(target, data: bytes):
+    """Why ``data`` is not a valid seed of ``target``'s kind, or None."""
+    if target.seeds == "chunk":
+        chunk = parse_chunk(data)
+        if chunk.chunk_type == ChunkType.USER and len(chunk.messages()) != chunk.num_records:
+            return "records do not add up"
+        return None
+    result = decode_whole(data, target.protocol)
+    return None if result.ok and result.frames else str(result)
 
 
-def test_seed_corpus_present():
-    assert len(SEEDS) >= 9, f"seed corpus {FUZZ / 'corpora' / 'blipmq'} is incomplete"
+def test_every_target_has_corpus_and_dictionary():
+    for target in TARGETS.values():
+        assert (FUZZ / "dictionaries" / target.dictionary).is_file(), target.name
+        assert target.corpus in MIN_SEEDS, f"{target.corpus}: no minimum seed count"
 
 
-@pytest.mark.parametrize("seed", SEEDS, ids=lambda p: p.name)
-def test_seeds_are_valid_streams(seed):
-    result = decode_whole(seed.read_bytes())
-    assert result.ok and result.frames, f"{seed.name}: {result}"
+@pytest.mark.parametrize("corpus", sorted(CORPORA))
+def test_seed_corpus_present(corpus):
+    assert len(SEEDS[corpus]) >= MIN_SEEDS[corpus], f"seed corpus {FUZZ / 'corpora' / corpus} is incomplete"
 
 
-@pytest.mark.parametrize("target", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize("sample", SEEDS + CRASHERS, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+@pytest.mark.parametrize("corpus, seed", [(c, p) for c in sorted(CORPORA) for p in SEEDS[c]],
+                         ids=lambda x: x if isinstance(x, str) else x.name)
+def test_seeds_are_valid(corpus, seed):
+    problem = _seed_problem(CORPORA[corpus], seed.read_bytes())
+    assert problem is None, f"{corpus}/{seed.name}: {problem}"
+
+
+REPLAYS = [(name, p) for name, t in sorted(TARGETS.items()) for p in SEEDS[t.corpus] + CRASHERS[t.corpus]]
+
+
+@pytest.mark.parametrize("target, sample", REPLAYS,
+                         ids=lambda x: x if isinstance(x, str) else f"{x.parent.parent.name}/{x.parent.name}/{x.name}")
 def test_replay(target, sample):
     ENTRY_POINTS[target](sample.read_bytes())
 

@@ -11,7 +11,6 @@ functions they share with the fuzzers in :mod:`conformance.strategies.invariants
 """
 from __future__ import annotations
 
-import itertools
 import struct
 
 from hypothesis import strategies as st
@@ -20,6 +19,8 @@ from reference_impl.blipmq import codec
 from reference_impl.blipmq.codec import (MAX_FRAME_SIZE, MIN_FRAME_LENGTH, Ack, Auth, FrameType,
                                          Hello, Nack, NackCode, Ping, Poll, Pong, Publish, Subscribe)
 from reference_impl.core.errors import Category
+
+from .reads import chunkings  # noqa: F401  (re-exported: the properties draw reads from here)
 
 U16_MAX = 2**16 - 1
 U32_MAX = 2**32 - 1
@@ -223,16 +224,3 @@ def bad_payload_frames(draw, types=None):
 def invalid_frames(draw):
     """Any of the three kinds above."""
     return draw(st.one_of(bad_length_frames(), unknown_type_frames(), bad_payload_frames()))
-
-
-# --- reads --------------------------------------------------------------------------------------
-
-@st.composite
-def chunkings(draw, data: bytes, max_chunks: int = 64):
-    """Read sizes (all > 0, summing to ``len(data)``) that split ``data`` at random points."""
-    n = len(data)
-    if n <= 1:
-        return [n] if n else []
-    points = draw(st.lists(st.integers(1, n - 1), max_size=min(max_chunks, n - 1), unique=True))
-    edges = [0, *sorted(points), n]
-    return [b - a for a, b in itertools.pairwise(edges)]

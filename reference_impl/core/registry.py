@@ -13,7 +13,7 @@ from typing import Any, Callable
 _PROTOCOLS: dict[str, "ProtocolSpec"] = {}
 
 #: Packages that register a protocol when imported (one line per protocol).
-_BUILTIN = ("reference_impl.blipmq",)
+_BUILTIN = ("reference_impl.blipmq", "reference_impl.rabbitmq_stream")
 
 
 @dataclass(frozen=True)

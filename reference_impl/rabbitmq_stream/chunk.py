@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import struct
 import zlib
-from dataclasses import dataclass
-from typing import Union
+from dataclasses import dataclass, field
+from typing import Optional, Union
 
 from ..core.errors import Category, PayloadError
 from .constants import PROTOCOL, ChunkType, Compression
@@ -170,6 +170,60 @@ def parse_entry(data, pos: int, end: int, base: int = 0) -> tuple[Entry, int]:
     return SubBatchEntry(compression, count, uncompressed, bytes(data[pos:pos + length])), pos + length
 
 
+def count_records(data, num_entries: int, base: int = 0) -> int:
+    """Check that exactly ``num_entries`` entries fill ``data``, without building them;
+    returns how many records they hold."""
+    return walk_entries(data, num_entries, base)[0]
+
+
+def _all_simple(data, num_entries: int) -> Optional[list]:
+    """The bodies if ``data`` is exactly ``num_entries`` simple entries, else None (then the
+    careful walk finds what is wrong). A size with the top bit set (a sub-batch) or past the
+    end always leaves ``pos`` past ``end`` or makes ``unpack`` fail, so one check at the end
+    suffices: the loop itself has no branch."""
+    unpack = _U32.unpack_from
+    bodies: list = []
+    append = bodies.append
+    pos = 0
+    try:
+        for _ in range(num_entries):
+            start = pos + 4
+            pos = start + unpack(data, pos)[0]
+            append(data[start:pos])
+    except struct.error:
+        return None
+    return bodies if pos == len(data) else None
+
+
+def walk_entries(data, num_entries: int, base: int = 0) -> tuple[int, Optional[list]]:
+    """The decode-time check of a chunk's entries, in one pass: (records, the bodies when every
+    entry is simple, else None). Errors are those of :func:`parse_entry`."""
+    fast = _all_simple(data, num_entries)
+    if fast is not None:
+        return num_entries, fast
+    unpack = _U32.unpack_from
+    pos, end, records = 0, len(data), 0
+    bodies: Optional[list] = []
+    for _ in range(num_entries):
+        if end - pos >= 4:
+            (size,) = unpack(data, pos)
+            if not size & 0x80000000:
+                if end - pos - 4 >= size:
+                    pos += 4
+                    if bodies is not None:
+                        bodies.append(data[pos:pos + size])
+                    pos += size
+                    records += 1
+                    continue
+        entry, pos = parse_entry(data, pos, end, base)     # sub-batch, or the precise error
+        records += entry.record_count
+        bodies = None
+    if pos != end:
+        raise _err(f"{end - pos} bytes after the {num_entries} entries the header announces",
+                   Category.TRAILING_BYTES, base + pos)
+    return records, bodies
+
+
 def parse_entries(data, num_entries: int, base: int = 0) -> tuple[Entry, ...]:
     """Exactly ``num_entries`` entries filling ``data``."""
     out = []
@@ -198,6 +252,8 @@ class Chunk:
     trailer: bytes = b""
     bloom: bytes = b""
     magic_version: int = MAGIC_VERSION
+    #: The record bodies, when the decode-time check already cut them (all entries simple).
+    bodies: Optional[tuple] = field(default=None, compare=False, repr=False)
 
     @property
     def next_offset(self) -> int:
@@ -220,10 +276,30 @@ class Chunk:
         return parse_entries(self.data, self.num_entries)
 
     def messages(self, max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> list[bytes]:
-        """Every record's body, sub-batches expanded, in offset order."""
+        """Every record's body, sub-batches expanded, in offset order (one pass: simple
+        entries are sliced directly, the common case of a Deliver)."""
+        if self.chunk_type != ChunkType.USER:
+            return []
+        if self.bodies is not None:
+            return list(self.bodies)
+        data = self.data
         out: list[bytes] = []
-        for entry in self.entries():
+        append = out.append
+        unpack = _U32.unpack_from
+        pos, end = 0, len(data)
+        for _ in range(self.num_entries):
+            if end - pos >= 4:
+                (size,) = unpack(data, pos)
+                if not size & 0x80000000 and end - pos - 4 >= size:
+                    pos += 4
+                    append(data[pos:pos + size])
+                    pos += size
+                    continue
+            entry, pos = parse_entry(data, pos, end)
             out.extend(entry.records(max_uncompressed))
+        if pos != end:
+            raise _err(f"{end - pos} bytes after the {self.num_entries} entries the header announces",
+                       Category.TRAILING_BYTES, pos)
         return out
 
 
@@ -264,15 +340,14 @@ def parse_chunk(buf, base: int = 0, *, check_crc: bool = True, check_entries: bo
     if check_crc and zlib.crc32(data) != crc:
         raise _err(f"chunk CRC 0x{crc:08x} does not match its data (0x{zlib.crc32(data):08x})",
                    Category.BAD_VALUE, base + 32)
-    chunk = Chunk(chunk_type, num_entries, num_records, timestamp, epoch, first_offset, crc, data,
-                  trailer, bloom, magic_version)
+    bodies = None
     if check_entries and chunk_type == ChunkType.USER:
-        entries = parse_entries(data, num_entries, base + HEADER_SIZE + bloom_size)
-        records = sum(e.record_count for e in entries)
+        records, bodies = walk_entries(data, num_entries, base + HEADER_SIZE + bloom_size)
         if records != num_records:
             raise _err(f"chunk header says {num_records} records, its entries hold {records}",
                        Category.BAD_VALUE, base + 4)
-    return chunk
+    return Chunk(chunk_type, num_entries, num_records, timestamp, epoch, first_offset, crc, data,
+                 trailer, bloom, magic_version, None if bodies is None else tuple(bodies))
 
 
 # --- tracking records (trailers of user chunks, bodies of tracking chunks) ---------------------

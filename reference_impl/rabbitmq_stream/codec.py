@@ -428,7 +428,8 @@ class Deliver(_Frame):
     def parse_body(cls, r: _Reader, version: int, *, max_uncompressed: int = 0):
         sub = r.u8("subscription id")
         committed = r.u64("committed chunk id") if version >= 2 else None
-        chunk = osiris.parse_chunk(r.data[r.pos:], r.base + r.pos)
+        with memoryview(r.data) as view:       # no copy of the chunk before its fields are cut
+            chunk = osiris.parse_chunk(view[r.pos:], r.base + r.pos)
         r.pos = r.end
         return cls(sub, chunk, committed, version)
 
@@ -1107,7 +1108,7 @@ def _jsonable(value):
             return {"hex": raw.hex()}
     if isinstance(value, Chunk):
         out = {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)
-               if f.name not in ("data", "trailer", "bloom")}
+               if f.name not in ("data", "trailer", "bloom", "bodies")}
         out["data_length"] = len(value.data)
         out["trailer_length"] = len(value.trailer)
         try:

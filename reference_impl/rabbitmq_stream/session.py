@@ -6,9 +6,12 @@ MetadataUpdate after a Delete) are handed to ``push`` when the glue attached one
 (:meth:`attach`), else they wait in the outbox for the next ``receive``/``tick``/``flush``.
 
 Order (document, "Authentication"; SPEC_NOTES.md): PeerProperties, SaslHandshake,
-SaslAuthenticate, then the server's Tune, the client's Tune, Open. Frames other than those
-before Open, an unknown key or version, or a malformed body get Close(13, "unknown frame")
-and the connection ends; a frame above the tuned frame_max gets Close(14) and ends it.
+SaslAuthenticate, then the server's Tune, the client's Tune, Open. Before Open, any other
+frame (Heartbeat and Close included) ends the connection without a word, as RabbitMQ does.
+After Open, an unknown key or version, a handshake command, or a malformed body gets
+Close(13, "unknown frame") and the connection ends; a frame above the tuned frame_max gets
+Close(14) and ends it. A failed SaslAuthenticate or a refused Open is answered, then the
+connection ends.
 """
 from __future__ import annotations
 
@@ -20,11 +23,12 @@ from enum import Enum
 from typing import Callable, Optional
 
 from ..core.errors import Category, FrameError
-from . import codec
+from . import codec, sasl
 from .chunk import ChunkType
 from .codec import RawFrame
 from .constants import (DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT, DOCUMENT_KEYS, RESPONSE_BIT, Code,
                         Key, OffsetType)
+from .store import StoreError
 from .state import BrokerState, SuperStream
 
 log = logging.getLogger("wirecheck.rabbitmq_stream")
@@ -32,10 +36,18 @@ log = logging.getLogger("wirecheck.rabbitmq_stream")
 _DELIVER_V1 = struct.Struct(">IHHB")        # size, key, version, subscription id
 _DELIVER_V2 = struct.Struct(">IHHBQ")       # ... committed chunk id
 
-MAX_REFERENCE = 256               # "PublisherReference => string // max 256 characters"
+#: "PublisherReference => string // max 256 characters"; tracking records (Osiris, and this
+#: broker's store) hold a reference's length in one byte, so 255 UTF-8 bytes is the bound.
+MAX_REFERENCE_BYTES = 255
+
+
+def _reference_too_long(reference: str) -> bool:
+    return len(reference.encode("utf-8")) > MAX_REFERENCE_BYTES
 #: Hard ceiling on a frame when frame_max is 0 ("0 means no limit").
 UNLIMITED_FRAME = 64 * 1024 * 1024
-MECHANISMS = ("PLAIN", "AMQPLAIN")
+MECHANISMS = sasl.MECHANISMS
+#: Heartbeat periods of silence from the client after which it is taken for gone.
+HEARTBEAT_MISSED = 3
 
 
 class Phase(Enum):
@@ -46,8 +58,9 @@ class Phase(Enum):
     CLOSED = "closed"
 
 
-HANDSHAKE_KEYS = frozenset((Key.PEER_PROPERTIES, Key.SASL_HANDSHAKE, Key.SASL_AUTHENTICATE,
-                            Key.CLOSE, Key.HEARTBEAT))
+#: The only commands before Open (plus the client's Tune and Open itself); RabbitMQ 3.10
+#: drops a connection that sends anything else first, Heartbeat and Close included.
+HANDSHAKE_KEYS = frozenset((Key.PEER_PROPERTIES, Key.SASL_HANDSHAKE, Key.SASL_AUTHENTICATE))
 #: Keys a client may send, per profile. ``rabbitmq-3.10`` knows the document's 1-25 only.
 CLIENT_KEYS_CURRENT = frozenset(range(1, 31)) - {Key.PUBLISH_CONFIRM, Key.PUBLISH_ERROR,
                                                  Key.DELIVER, Key.METADATA_UPDATE}
@@ -86,6 +99,9 @@ class Subscription:
     position: int            # next chunk index to look at
     credit: int
     properties: dict
+    group: Optional[str] = None      # single-active-consumer group name
+    active: bool = True              # False: a group member waiting for its turn
+    update: Optional[int] = None     # correlation id of the ConsumerUpdate awaiting an answer
 
 
 class StreamSession:
@@ -152,12 +168,13 @@ class StreamSession:
             self._set_closed()
             return []
         if self.phase is Phase.OPEN and self.heartbeat:
-            if now - self._last_recv > 2 * self.heartbeat:
-                # Two heartbeat periods without a byte: the peer is gone (missed heartbeats).
+            # As RabbitMQ 3.10 does (SPEC_NOTES.md): a Heartbeat after half a period without
+            # sending, and the peer is gone after three periods without a byte from it.
+            if now - self._last_recv > HEARTBEAT_MISSED * self.heartbeat:
                 self.close_reason = "heartbeat timeout"
                 self._set_closed()
                 return []
-            if now - self._last_send >= self.heartbeat:
+            if now - self._last_send >= self.heartbeat / 2:
                 self._send(codec.Heartbeat())
         return self._drain(now)
 
@@ -197,18 +214,21 @@ class StreamSession:
             return
         self.phase = Phase.CLOSED
         self.state.sessions.discard(self)
-        for sub in self.subscriptions.values():
+        for sub in list(self.subscriptions.values()):
             readers = self.state.readers.get(sub.stream)
             if readers is not None:
                 readers.discard(self)
-        for pub in self.publishers.values():
-            if self.state.references.get((pub.stream, pub.reference)) is self:
-                del self.state.references[(pub.stream, pub.reference)]
+            self._leave_group(sub)
         self.subscriptions.clear()
         self.publishers.clear()
 
     def _fatal(self, code: int, reason: str) -> None:
-        """Server-initiated close: Close(code, reason), then the connection ends."""
+        """Server-initiated close: Close(code, reason), then the connection ends. Before Open
+        the connection just ends: RabbitMQ 3.10 sends nothing to a peer that has not finished
+        the handshake."""
+        if self.phase is not Phase.OPEN:
+            self.close_reason = f"{code}: {reason} (before Open)"
+            return self._set_closed()
         self._correlation += 1
         self._send(codec.Close(self._correlation, int(code), reason))
         self.close_reason = f"{code}: {reason}"
@@ -221,13 +241,16 @@ class StreamSession:
         if key == Key.TUNE or key == Key.TUNE | RESPONSE_BIT:
             return self._on_tune(raw)
         if key == Key.CONSUMER_UPDATE | RESPONSE_BIT and Key.CONSUMER_UPDATE in self.keys:
-            return self._parse(raw) and None               # an answer we may not have asked for
+            frame = self._parse(raw)                       # the answer to our ConsumerUpdate
+            return None if frame is None else self._on_consumer_update_response(frame)
         if key == Key.CLOSE | RESPONSE_BIT:                # answer to our Close
             self._parse(raw)
             return self._set_closed()
         if key & RESPONSE_BIT or key not in self.keys:
             return self._fatal(Code.UNKNOWN_FRAME, "unknown frame")
-        if self.phase is not Phase.OPEN and key not in HANDSHAKE_KEYS and key != Key.OPEN:
+        before_open = self.phase is not Phase.OPEN
+        if before_open != (key in HANDSHAKE_KEYS or key == Key.OPEN):
+            # Before Open only the handshake; after it, the handshake again is an error.
             return self._fatal(Code.UNKNOWN_FRAME, "unknown frame")
         frame = self._parse(raw)
         if frame is not None:
@@ -255,21 +278,24 @@ class StreamSession:
     def _on_sasl_authenticate(self, f: codec.SaslAuthenticate) -> None:
         if self.authenticated:
             return self._fatal(Code.UNKNOWN_FRAME, "unknown frame")
+        # Every failure is answered, then the connection ends (RabbitMQ 3.10, SPEC_NOTES.md).
         if f.mechanism not in MECHANISMS:
-            return self._send(codec.SaslAuthenticateResponse(f.correlation_id,
-                                                             Code.SASL_MECHANISM_NOT_SUPPORTED))
-        creds = _plain(f.data) if f.mechanism == "PLAIN" else _amqplain(f.data)
+            return self._refuse_auth(f, Code.SASL_MECHANISM_NOT_SUPPORTED, "mechanism not supported")
+        creds = sasl.plain(f.data) if f.mechanism == "PLAIN" else sasl.amqplain(f.data)
         if creds is None:
-            return self._send(codec.SaslAuthenticateResponse(f.correlation_id, Code.SASL_ERROR))
+            return self._refuse_auth(f, Code.SASL_ERROR, "malformed SASL response")
         if not self.state.authenticate(*creds):
-            self._send(codec.SaslAuthenticateResponse(f.correlation_id, Code.AUTHENTICATION_FAILURE))
-            self.close_reason = "authentication failure"
-            return self._set_closed()
+            return self._refuse_auth(f, Code.AUTHENTICATION_FAILURE, "authentication failure")
         self.authenticated = True
         self.user = creds[0]
         self._send(codec.SaslAuthenticateResponse(f.correlation_id, Code.OK))
         self._send(codec.Tune(self.config.frame_max, self.config.heartbeat))
         self.phase = Phase.TUNING
+
+    def _refuse_auth(self, f: codec.SaslAuthenticate, code: int, reason: str) -> None:
+        self._send(codec.SaslAuthenticateResponse(f.correlation_id, code))
+        self.close_reason = reason
+        self._set_closed()
 
     def _on_tune(self, raw: RawFrame) -> None:
         if self.phase is not Phase.TUNING:
@@ -278,7 +304,9 @@ class StreamSession:
         if f is None:
             return
         self.frame_max = _negotiate(self.config.frame_max, f.frame_max)
-        self.heartbeat = _negotiate(self.config.heartbeat, f.heartbeat)
+        # The client answers "with the settings he agrees on" ("Authentication"): its
+        # heartbeat is the connection's, 0 ("no heartbeat") included, as RabbitMQ takes it.
+        self.heartbeat = f.heartbeat
         self.decoder.max_frame_size = self.frame_max or UNLIMITED_FRAME
         self.phase = Phase.OPENING
 
@@ -391,22 +419,33 @@ class StreamSession:
             if self.state.stream(p) is not None:
                 self.state.delete_stream(p)
 
+    @property
+    def _routing_response_bit(self) -> bool:
+        """RabbitMQ 3.10 answers Route and Partitions with the request key (bit 15 clear);
+        speaking that profile, so does this broker (the suite's profile feature
+        ``route_response_bit`` says the same of the target), and nowhere else."""
+        return self.config.profile != "rabbitmq-3.10"
+
     def _on_route(self, f: codec.Route) -> None:
         sup = self.state.super_streams.get(f.super_stream)
         # An array of streams, as RabbitMQ 3.10 sends too (the document's single string is an
-        # erratum); 3.10's missing response bit is not copied (the codec reads it from servers).
-        single = False
+        # erratum).
+        bit = self._routing_response_bit
         if sup is None:
-            return self._send(codec.RouteResponse(f.correlation_id, Code.STREAM_DOES_NOT_EXIST, (), single))
+            return self._send(codec.RouteResponse(f.correlation_id, Code.STREAM_DOES_NOT_EXIST, (),
+                                                  response_bit=bit))
         streams = tuple(sup.route(f.routing_key))
         code = Code.OK if streams else Code.STREAM_DOES_NOT_EXIST
-        self._send(codec.RouteResponse(f.correlation_id, code, streams[:1] if single else streams, single))
+        self._send(codec.RouteResponse(f.correlation_id, code, streams, response_bit=bit))
 
     def _on_partitions(self, f: codec.Partitions) -> None:
         sup = self.state.super_streams.get(f.super_stream)
+        bit = self._routing_response_bit
         if sup is None:
-            return self._send(codec.PartitionsResponse(f.correlation_id, Code.STREAM_DOES_NOT_EXIST, ()))
-        self._send(codec.PartitionsResponse(f.correlation_id, Code.OK, tuple(sup.partitions)))
+            return self._send(codec.PartitionsResponse(f.correlation_id, Code.STREAM_DOES_NOT_EXIST, (),
+                                                       response_bit=bit))
+        self._send(codec.PartitionsResponse(f.correlation_id, Code.OK, tuple(sup.partitions),
+                                            response_bit=bit))
 
     # -- publishing ---------------------------------------------------------------------------
 
@@ -417,15 +456,15 @@ class StreamSession:
     def _declare(self, f: codec.DeclarePublisher) -> int:
         if f.publisher_id in self.publishers:
             return Code.PRECONDITION_FAILED
-        if len(f.reference) > MAX_REFERENCE:
+        if _reference_too_long(f.reference):
             return Code.PRECONDITION_FAILED
         if self.state.stream(f.stream) is None:
             return Code.STREAM_DOES_NOT_EXIST
-        if f.reference:
-            owner = self.state.references.get((f.stream, f.reference))
-            if owner is not None and not owner.closed:
-                return Code.PRECONDITION_FAILED
-            self.state.references[(f.stream, f.reference)] = self
+        # A reference is unique among this connection's publishers of the stream only: RabbitMQ
+        # 3.10 lets publishers on other connections share it (and its sequence).
+        if f.reference and any(p.stream == f.stream and p.reference == f.reference
+                               for p in self.publishers.values()):
+            return Code.PRECONDITION_FAILED
         self.publishers[f.publisher_id] = Publisher(f.publisher_id, f.stream, f.reference)
         return Code.OK
 
@@ -433,8 +472,6 @@ class StreamSession:
         pub = self.publishers.pop(f.publisher_id, None)
         if pub is None:
             return self._send(codec.DeletePublisherResponse(f.correlation_id, Code.PUBLISHER_DOES_NOT_EXIST))
-        if pub.reference and self.state.references.get((pub.stream, pub.reference)) is self:
-            del self.state.references[(pub.stream, pub.reference)]
         self._send(codec.DeletePublisherResponse(f.correlation_id, Code.OK))
 
     def _on_query_publisher_sequence(self, f: codec.QueryPublisherSequence) -> None:
@@ -456,15 +493,23 @@ class StreamSession:
             return self._send(codec.PublishError(f.publisher_id, errors))
         # Deduplication: with a reference, ids at or below the last stored one are dropped
         # but still confirmed (the publisher only needs to know they are safe).
-        last = (log_.writer_sequence(pub.reference) or 0) if pub.reference else None
-        fresh = f.messages if last is None else [m for m in f.messages if m.publishing_id > last]
+        # In order: an id at or below the last one kept, earlier in this frame included, is a
+        # duplicate (RabbitMQ 3.10 drops 7 after 10 in one Publish).
+        fresh = list(f.messages)
+        if pub.reference:
+            last = log_.writer_sequence(pub.reference) or 0
+            fresh = []
+            for m in f.messages:
+                if m.publishing_id > last:
+                    fresh.append(m)
+                    last = m.publishing_id
         if fresh:
             seqs = None
             if pub.reference:
-                seqs = {pub.reference: max(m.publishing_id for m in fresh)}
+                seqs = {pub.reference: last}
             try:
                 log_.append([m.entry() for m in fresh], int(self.clock() * 1000), seqs)
-            except OSError as exc:
+            except (OSError, StoreError) as exc:
                 log.error("append to %s failed: %s", pub.stream, exc)
                 errors = tuple((m.publishing_id, Code.INTERNAL_ERROR) for m in f.messages)
                 return self._send(codec.PublishError(f.publisher_id, errors))
@@ -480,25 +525,59 @@ class StreamSession:
         log_ = self.state.stream(f.stream)
         if log_ is None:
             return self._send(codec.SubscribeResponse(f.correlation_id, Code.STREAM_DOES_NOT_EXIST))
-        t = f.offset_type
-        if t == OffsetType.FIRST:
-            position = log_.first_chunk_index()
-        elif t == OffsetType.LAST:
-            last = log_.last_user_chunk_index()
-            position = log_.end_chunk_index() if last is None else last
-        elif t == OffsetType.NEXT:
-            position = log_.end_chunk_index()
-        elif t == OffsetType.OFFSET:
-            position = log_.chunk_index(max(f.offset, log_.first_offset))
-        elif t == OffsetType.TIMESTAMP:
-            position = log_.chunk_index_for_timestamp(f.offset)
-        else:
+        position = _start(log_, f.offset_type, f.offset)
+        group = None
+        if f.properties.get("single-active-consumer") == "true" and Key.CONSUMER_UPDATE in self.keys:
+            group = f.properties.get("name")
+            if not group:               # a group is named by its consumers' "name"
+                position = None
+        if position is None:
             return self._send(codec.SubscribeResponse(f.correlation_id, Code.PRECONDITION_FAILED))
-        sub = Subscription(f.subscription_id, f.stream, position, f.credit, dict(f.properties))
+        sub = Subscription(f.subscription_id, f.stream, position, f.credit, dict(f.properties), group)
         self.subscriptions[f.subscription_id] = sub
         self.state.readers.setdefault(f.stream, set()).add(self)
         self._send(codec.SubscribeResponse(f.correlation_id, Code.OK))
+        if group is None:
+            return self._deliver(sub)
+        # Single active consumer: the first member of the group is told it is active by
+        # ConsumerUpdate and consumes from the offset specification of its answer; the others
+        # wait, silent, until it leaves (SPEC_NOTES.md, command 26).
+        sub.active = False
+        members = self.state.consumer_groups.setdefault((f.stream, group), [])
+        members.append((self, sub.id))
+        if len(members) == 1:
+            self._activate(sub)
+
+    def _activate(self, sub: Subscription) -> None:
+        self._correlation += 1
+        sub.update = self._correlation
+        self._send(codec.ConsumerUpdate(sub.update, sub.id, 1))
+
+    def _on_consumer_update_response(self, f: codec.ConsumerUpdateResponse) -> None:
+        sub = next((s for s in self.subscriptions.values() if s.update == f.correlation_id), None)
+        if sub is None:
+            return                       # an answer to nothing still waiting: ignored
+        log_ = self.state.stream(sub.stream)
+        position = _start(log_, f.offset_type, f.offset) if log_ is not None else None
+        if position is None:
+            return self._fatal(Code.UNKNOWN_FRAME, "unknown frame")
+        sub.position, sub.active, sub.update = position, True, None
         self._deliver(sub)
+
+    def _leave_group(self, sub: Subscription) -> None:
+        """``sub`` leaves its group; if it was the active member, the next one takes over."""
+        members = self.state.consumer_groups.get((sub.stream, sub.group))
+        if sub.group is None or members is None or (self, sub.id) not in members:
+            return
+        was_active = members[0] == (self, sub.id)
+        members.remove((self, sub.id))
+        if not members:
+            del self.state.consumer_groups[(sub.stream, sub.group)]
+        elif was_active:
+            session, sub_id = members[0]
+            session._activate(session.subscriptions[sub_id])
+            if session is not self:
+                session._wake()
 
     def _on_credit(self, f: codec.Credit) -> None:
         sub = self.subscriptions.get(f.subscription_id)
@@ -515,12 +594,16 @@ class StreamSession:
         if not any(s.stream == sub.stream for s in self.subscriptions.values()):
             self.state.readers.get(sub.stream, set()).discard(self)
         self._send(codec.UnsubscribeResponse(f.correlation_id, Code.OK))
+        self._leave_group(sub)
 
     def _on_store_offset(self, f: codec.StoreOffset) -> None:
         log_ = self.state.stream(f.stream)
-        if log_ is None or not f.reference or len(f.reference) > MAX_REFERENCE:
+        if log_ is None or not f.reference or _reference_too_long(f.reference):
             return                                   # no response exists for StoreOffset
-        log_.store_offset(f.reference, f.offset, int(self.clock() * 1000))
+        try:
+            log_.store_offset(f.reference, f.offset, int(self.clock() * 1000))
+        except (OSError, StoreError) as exc:
+            log.error("storing offset %r on %s failed: %s", f.reference, f.stream, exc)
 
     def _on_query_offset(self, f: codec.QueryOffset) -> None:
         log_ = self.state.stream(f.stream)
@@ -538,6 +621,8 @@ class StreamSession:
         """Send chunks while the subscription has credit and the stream has user chunks."""
         log_ = self.state.stream(sub.stream)
         if log_ is None:
+            return
+        if not sub.active:
             return
         sub.position = max(sub.position, log_.first_chunk_index())
         end = log_.end_chunk_index()
@@ -568,6 +653,22 @@ class StreamSession:
         self._wake()
 
 
+def _start(log_, offset_type: int, offset: Optional[int]) -> Optional[int]:
+    """The chunk index an offset specification starts at ("Subscribe"); None if unknown."""
+    if offset_type == OffsetType.FIRST:
+        return log_.first_chunk_index()
+    if offset_type == OffsetType.LAST:
+        last = log_.last_user_chunk_index()
+        return log_.end_chunk_index() if last is None else last
+    if offset_type == OffsetType.NEXT:
+        return log_.end_chunk_index()
+    if offset_type == OffsetType.OFFSET:
+        return log_.chunk_index(max(offset or 0, log_.first_offset))
+    if offset_type == OffsetType.TIMESTAMP:
+        return log_.chunk_index_for_timestamp(offset or 0)
+    return None
+
+
 def _negotiate(server: int, client: int) -> int:
     """Tune: the smaller non-zero value wins; 0 ("no limit") only if both say 0."""
     if server == 0:
@@ -575,40 +676,3 @@ def _negotiate(server: int, client: int) -> int:
     if client == 0:
         return server
     return min(server, client)
-
-
-def _plain(data: Optional[bytes]) -> Optional[tuple[str, str]]:
-    """PLAIN (RFC 4616): ``authzid \\0 user \\0 password``."""
-    if data is None:
-        return None
-    parts = data.split(b"\0")
-    if len(parts) != 3:
-        return None
-    try:
-        return parts[1].decode("utf-8"), parts[2].decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _amqplain(data: Optional[bytes]) -> Optional[tuple[str, str]]:
-    """AMQPLAIN: an AMQP 0-9-1 field table body with LOGIN and PASSWORD long strings."""
-    if data is None:
-        return None
-    fields: dict[str, bytes] = {}
-    pos = 0
-    try:
-        while pos < len(data):
-            n = data[pos]
-            name = data[pos + 1:pos + 1 + n].decode("utf-8")
-            pos += 1 + n
-            if data[pos:pos + 1] != b"S":
-                return None
-            size = int.from_bytes(data[pos + 1:pos + 5], "big")
-            value = data[pos + 5:pos + 5 + size]
-            if len(value) != size:
-                return None
-            fields[name] = value
-            pos += 5 + size
-        return fields["LOGIN"].decode("utf-8"), fields["PASSWORD"].decode("utf-8")
-    except (IndexError, KeyError, UnicodeDecodeError):
-        return None

@@ -42,8 +42,9 @@ class BrokerState:
         self.sessions: set = set()
         #: stream -> sessions with a subscription on it (woken after an append)
         self.readers: dict[str, set] = {}
-        #: (stream, publisher reference) -> owning session (a reference is exclusive)
-        self.references: dict[tuple[str, str], object] = {}
+        #: (stream, group name) -> [(session, subscription id)], the active member first
+        #: (single active consumer)
+        self.consumer_groups: dict[tuple[str, str], list] = {}
 
     # -- streams -----------------------------------------------------------------------------
 
@@ -61,11 +62,12 @@ class BrokerState:
 
     def delete_stream(self, name: str) -> None:
         self.store.delete(name)
+        # Groups go first: nobody is promoted on a stream that no longer exists.
+        for key in [k for k in self.consumer_groups if k[0] == name]:
+            del self.consumer_groups[key]
         for session in list(self.sessions):
             session.stream_deleted(name)
         self.readers.pop(name, None)
-        for key in [k for k in self.references if k[0] == name]:
-            del self.references[key]
 
     def authenticate(self, user: str, password: str) -> bool:
         return user in self.users and self.users[user] == password

@@ -1,0 +1,349 @@
+"""RabbitMQ Stream requirements (rabbitmq-stream-protocol.adoc; real-server behaviour from
+SPEC_NOTES.md, section "RabbitMQ Stream").
+
+Levels: the document states layouts and answers in the indicative ("the server answers
+whether it accepts the access or not"); those are MUST. Behaviour that only the real server
+shows (SPEC_NOTES.md, or observed on RabbitMQ 3.10.8 and recorded there) is SHOULD, so a
+target that follows the document alone is NON-STRICT, not FAIL; except where a client cannot
+interoperate without it (the 48-byte chunk header and its CRC, which the document's older
+layout gets wrong): those are MUST with ``source="SPEC_NOTES"``. Statements about what a
+client sends are client requirements, which a server-facing suite cannot observe.
+
+Where the real server legitimately differs and the expectation depends on the target, the
+profile says so (``reference_impl/rabbitmq_stream/__init__.py``: features ``keys_26_30``,
+``frame_max_enforced``, ``route_response_bit``) and the test reads it.
+"""
+from . import Requirement as R
+
+_CLIENT = "client behaviour: a server-facing suite cannot observe it (client conformance mode)"
+_NOTES = "SPEC_NOTES.md, RabbitMQ Stream"
+
+REQUIREMENTS = (
+    # Types
+    R("RMQS-TYPE-001", "Types", "MUST",
+      "integers are big-endian; string is an int16 length then UTF-8 bytes; array is an int32 "
+      "count then the items (a hand-built request is understood and its response decodes by "
+      "the same rules)"),
+    R("RMQS-TYPE-002", "Types", "MUST",
+      "bytes is an int32 length then the bytes, -1 meaning null: null SASL data cannot "
+      "authenticate"),
+    # Frame Structure
+    R("RMQS-FRAME-001", "Frame Structure", "MUST",
+      "Size is a uint32 counting every byte after itself (key, version and content)"),
+    R("RMQS-FRAME-002", "Frame Structure", "MUST",
+      "a response's key is the request's key with bit 15 set; Version is a uint16 (1)"),
+    R("RMQS-FRAME-003", "Frame Structure", "MUST",
+      "a response carries the request's CorrelationId (any uint32 value) then a uint16 "
+      "ResponseCode"),
+    R("RMQS-FRAME-004", "Commands", "MUST",
+      "commands that expect no response (Publish, Credit, StoreOffset, Heartbeat) get none "
+      "when they succeed"),
+    R("RMQS-FRAME-005", "Frame Structure", "MUST",
+      "a frame split over several writes, at any byte, is reassembled"),
+    R("RMQS-FRAME-014", "Frame Structure", "MUST",
+      "before Open too, frames split over several writes or several frames in one write are "
+      "processed (profile rabbitmq-3.10 waives it: 3.10.8 drops such a connection)"),
+    R("RMQS-FRAME-006", "Frame Structure", "MUST",
+      "several frames in one write are each processed, in order"),
+    R("RMQS-FRAME-007", "Tune", "MUST",
+      "a frame larger than the negotiated FrameMax gets Close(14, frame too large) and the "
+      "connection ends (profile feature frame_max_enforced)"),
+    R("RMQS-FRAME-008", "Tune", "MUST",
+      "a frame within the negotiated FrameMax is accepted"),
+    R("RMQS-FRAME-009", "Response Codes", "MUST",
+      "an unknown command key gets Close(13, unknown frame) and the connection ends once the "
+      "client answers the Close"),
+    R("RMQS-FRAME-010", "Response Codes", "MUST",
+      "a known key with an unknown version gets Close(13) and the connection ends"),
+    R("RMQS-FRAME-011", "Frame Structure", "MUST",
+      "a Size below 4 (no room for key and version) ends the connection (after Close(13) if "
+      "the server sends anything)"),
+    R("RMQS-FRAME-012", "Frame Structure", "SHOULD",
+      "a response key from the client for a request the server never sent gets Close(13)",
+      source="SPEC_NOTES"),
+    R("RMQS-FRAME-013", "Frame Structure", "SHOULD",
+      "a known command whose content is malformed (truncated) ends the connection (after "
+      "Close(13) if the server sends anything)", source="SPEC_NOTES"),
+    # Authentication sequence
+    R("RMQS-HS-001", "PeerProperties", "MUST",
+      "PeerProperties gets a response with code 1 and the server's properties"),
+    R("RMQS-HS-002", "SaslHandshake", "MUST",
+      "SaslHandshake gets code 1 and the list of mechanisms, PLAIN among them"),
+    R("RMQS-HS-003", "SaslAuthenticate", "MUST",
+      "SaslAuthenticate with PLAIN (\\0user\\0password) and valid credentials gets code 1"),
+    R("RMQS-HS-004", "Authentication", "MUST",
+      "once satisfied with the authentication, the server sends Tune (key 20, FrameMax and "
+      "Heartbeat as uint32, no correlation id)"),
+    R("RMQS-HS-005", "Authentication", "MUST",
+      "after the client's Tune, Open with an existing virtual host gets code 1"),
+    R("RMQS-HS-006", "Authentication", "MUST",
+      "before Open, a command other than the handshake's is not answered and the connection "
+      "ends (after Close(13) if the server sends anything)"),
+    R("RMQS-HS-007", "Response Codes", "MUST",
+      "SaslAuthenticate with a wrong password or an unknown user gets code 8 (authentication "
+      "failure)"),
+    R("RMQS-HS-008", "Response Codes", "MUST",
+      "SaslAuthenticate with a mechanism the server does not offer gets code 7"),
+    R("RMQS-HS-009", "SaslAuthenticate", "SHOULD",
+      "after a failed SaslAuthenticate (code 7, 8 or 9) the server closes the connection",
+      source="SPEC_NOTES"),
+    R("RMQS-HS-010", "Response Codes", "MUST",
+      "Open with a virtual host the user cannot access gets code 12"),
+    R("RMQS-HS-011", "Open", "SHOULD",
+      "after Open is refused the server closes the connection", source="SPEC_NOTES"),
+    R("RMQS-HS-012", "SaslAuthenticate", "SHOULD",
+      "PLAIN data that is not \\0user\\0password gets code 9 (SASL error)", source="SPEC_NOTES"),
+    R("RMQS-HS-013", "Tune", "SHOULD",
+      "the client's Tune answer is accepted as key 0x8014 or as key 0x0014", source="SPEC_NOTES"),
+    R("RMQS-HS-014", "Authentication", "SHOULD",
+      "a handshake command after Open (PeerProperties, SaslHandshake, SaslAuthenticate, Tune, "
+      "Open) gets Close(13)", source="SPEC_NOTES"),
+    R("RMQS-HS-015", "Open", "SHOULD",
+      "the Open response's connection properties name advertised_host and advertised_port",
+      source="SPEC_NOTES"),
+    R("RMQS-HS-016", "Authentication", "MUST",
+      "the client starts the sequence: PeerProperties, SaslHandshake, SaslAuthenticate, its "
+      "Tune answer, Open", untestable=_CLIENT),
+    R("RMQS-HS-017", "SaslHandshake", "MUST",
+      "the client picks a mechanism from the list the server returned", untestable=_CLIENT),
+    # Tune / Heartbeat / Close
+    R("RMQS-TUNE-001", "Tune", "MUST",
+      "the values of the client's Tune answer apply to the connection (a heartbeat of 1 s "
+      "makes an idle server send Heartbeat about every second)"),
+    R("RMQS-TUNE-002", "Tune", "MUST",
+      "the client answers Tune with the settings it agrees on, possibly adjusted",
+      untestable=_CLIENT),
+    R("RMQS-HB-001", "Heartbeat", "MUST", "a Heartbeat from the client gets no response"),
+    R("RMQS-HB-002", "Heartbeat", "MUST",
+      "with a non-zero negotiated heartbeat an idle server sends Heartbeat (key 23, no content)"),
+    R("RMQS-HB-003", "Heartbeat", "SHOULD",
+      "a client silent for a few heartbeat periods is disconnected", source="SPEC_NOTES"),
+    R("RMQS-HB-004", "Heartbeat", "SHOULD",
+      "a client that sends Heartbeat frames stays connected past that time", source="SPEC_NOTES"),
+    R("RMQS-HB-005", "Tune", "MUST",
+      "a heartbeat of 0 means no heartbeat",
+      untestable="a bounded wait cannot prove that a Heartbeat never comes (a server using its "
+                 "own 60 s period would pass any short wait); tests/test_rmqs_session.py checks "
+                 "the reference broker"),
+    R("RMQS-CLOSE-001", "Close", "MUST",
+      "a client's Close gets a CloseResponse with code 1 and the Close's correlation id"),
+    R("RMQS-CLOSE-002", "Close", "SHOULD",
+      "after answering the client's Close the server closes the connection", source="SPEC_NOTES"),
+    R("RMQS-CLOSE-003", "Close", "MUST",
+      "the client answers the server's Close with a CloseResponse", untestable=_CLIENT),
+    # Create / Delete
+    R("RMQS-STREAM-001", "Create", "MUST", "Create of a new stream gets code 1"),
+    R("RMQS-STREAM-002", "Response Codes", "MUST",
+      "Create of an existing stream with the same arguments gets code 5 (stream already exists)"),
+    R("RMQS-STREAM-003", "Response Codes", "SHOULD",
+      "Create of an existing stream with different arguments gets code 17 (precondition failed)",
+      source="SPEC_NOTES"),
+    R("RMQS-STREAM-004", "Create", "SHOULD",
+      "Create with an empty name gets code 17", source="SPEC_NOTES"),
+    R("RMQS-STREAM-005", "Create", "MUST",
+      "Create accepts arguments (max-length-bytes, max-age, stream-max-segment-size-bytes) "
+      "with valid values"),
+    R("RMQS-STREAM-006", "Create", "SHOULD",
+      "an argument the server does not know is ignored (code 1)", source="SPEC_NOTES"),
+    R("RMQS-STREAM-007", "Delete", "MUST",
+      "Delete of an existing stream gets code 1 and the stream is gone"),
+    R("RMQS-STREAM-008", "Response Codes", "MUST", "Delete of a missing stream gets code 2"),
+    # Metadata / MetadataUpdate
+    R("RMQS-META-001", "Metadata", "MUST",
+      "each requested stream gets one entry (in any order) named as asked"),
+    R("RMQS-META-002", "Metadata", "MUST",
+      "an existing stream's entry has code 1 and a leader that references a broker of the "
+      "response (host and port)"),
+    R("RMQS-META-003", "Metadata", "MUST", "a missing stream's entry has code 2"),
+    R("RMQS-META-004", "Metadata", "MUST", "a query for no stream gets no entry"),
+    R("RMQS-META-005", "Metadata", "SHOULD",
+      "an entry is Name, Code, Leader, [Replicas] with 0-based broker references; a missing "
+      "stream's leader is 0xFFFF", source="SPEC_NOTES"),
+    R("RMQS-META-006", "MetadataUpdate", "MUST",
+      "after a Delete, every connection with a publisher or a subscription on the stream gets "
+      "MetadataUpdate(6, stream)"),
+    R("RMQS-META-007", "MetadataUpdate", "SHOULD",
+      "after that MetadataUpdate the connection's subscriptions and publishers on the stream "
+      "are gone (Unsubscribe gets 4, Publish gets PublishError 18)", source="SPEC_NOTES"),
+    R("RMQS-META-008", "MetadataUpdate", "SHOULD",
+      "a connection that neither publishes to nor consumes from the deleted stream gets no "
+      "MetadataUpdate", source="SPEC_NOTES"),
+    # Publishers and publishing
+    R("RMQS-PUB-001", "DeclarePublisher", "MUST",
+      "DeclarePublisher on an existing stream gets code 1, with or without a reference"),
+    R("RMQS-PUB-002", "Response Codes", "MUST",
+      "DeclarePublisher on a missing stream gets code 2"),
+    R("RMQS-PUB-003", "DeclarePublisher", "SHOULD",
+      "DeclarePublisher with a publisher id already declared on the connection gets code 17",
+      source="SPEC_NOTES"),
+    R("RMQS-PUB-004", "DeclarePublisher", "SHOULD",
+      "DeclarePublisher with a reference another publisher of the stream on the same connection "
+      "holds gets code 17 (RabbitMQ 3.10 lets other connections share it)", source="SPEC_NOTES"),
+    R("RMQS-PUB-005", "DeletePublisher", "MUST",
+      "DeletePublisher of a declared publisher gets code 1; its id is free again and publishing "
+      "with it gets PublishError 18 until it is declared again"),
+    R("RMQS-PUB-006", "Response Codes", "MUST",
+      "DeletePublisher of an unknown publisher id gets code 18"),
+    R("RMQS-PUB-007", "PublishConfirm", "MUST",
+      "every publishing id of a Publish is confirmed exactly once by PublishConfirm (key 3) "
+      "with the publisher id (in one or several frames)"),
+    R("RMQS-PUB-008", "PublishError", "MUST",
+      "Publish with an undeclared publisher id gets PublishError (key 4) with the publisher id "
+      "and code 18 for every publishing id"),
+    R("RMQS-PUB-009", "Publish", "MUST",
+      "published messages are stored in order with their bytes unchanged (empty and binary "
+      "bodies included)"),
+    R("RMQS-PUB-010", "Publish", "SHOULD",
+      "a sub-batch entry (0x80 | compression) of N records is one entry spanning N offsets, "
+      "confirmed under its one publishing id", source="SPEC_NOTES"),
+    R("RMQS-PUB-011", "QueryPublisherSequence", "MUST",
+      "QueryPublisherSequence gets code 1 and the highest publishing id stored under the "
+      "reference"),
+    R("RMQS-PUB-012", "QueryPublisherSequence", "SHOULD",
+      "QueryPublisherSequence of an unknown reference gets code 1 and sequence 0",
+      source="SPEC_NOTES"),
+    R("RMQS-PUB-013", "Response Codes", "MUST",
+      "QueryPublisherSequence on a missing stream gets code 2"),
+    R("RMQS-PUB-014", "DeclarePublisher", "SHOULD",
+      "with a reference, a message whose publishing id is not above the last stored one (in "
+      "an earlier Publish or earlier in the same one) is confirmed but not stored again",
+      source="SPEC_NOTES"),
+    R("RMQS-PUB-015", "DeclarePublisher", "SHOULD",
+      "without a reference nothing is deduplicated", source="SPEC_NOTES"),
+    R("RMQS-PUB-016", "DeclarePublisher", "SHOULD",
+      "the sequence of a reference outlives its publisher: a new publisher with the reference "
+      "continues it", source="SPEC_NOTES"),
+    R("RMQS-PUB-017", "DeclarePublisher", "MUST",
+      "a publisher reference has at most 256 characters", untestable=_CLIENT),
+    # Subscribe / Credit / Unsubscribe
+    R("RMQS-SUB-001", "Subscribe", "MUST",
+      "Subscribe to an existing stream gets code 1, then Deliver frames for that subscription"),
+    R("RMQS-SUB-002", "Subscribe", "MUST", "offset type 1 (first) delivers from the first chunk"),
+    R("RMQS-SUB-003", "Subscribe", "MUST",
+      "offset type 2 (last) delivers from the last chunk (SPEC_NOTES.md: the last chunk, "
+      "not only its last message)"),
+    R("RMQS-SUB-004", "Subscribe", "MUST",
+      "offset type 3 (next) delivers only what is published after the subscription"),
+    R("RMQS-SUB-005", "Subscribe", "MUST",
+      "offset type 4 (offset N) delivers from the chunk that holds offset N"),
+    R("RMQS-SUB-006", "Subscribe", "SHOULD",
+      "an offset beyond the end of the stream waits for the next message", source="SPEC_NOTES"),
+    R("RMQS-SUB-007", "Subscribe", "MUST",
+      "offset type 5 (timestamp T, ms) delivers from the first chunk whose timestamp is at "
+      "least T"),
+    R("RMQS-SUB-008", "Response Codes", "MUST",
+      "Subscribe with a subscription id in use on the connection gets code 3"),
+    R("RMQS-SUB-009", "Response Codes", "MUST", "Subscribe to a missing stream gets code 2"),
+    R("RMQS-SUB-010", "Subscribe", "SHOULD",
+      "the Offset field is present only for offset types 4 and 5", source="SPEC_NOTES"),
+    R("RMQS-SUB-011", "Subscribe", "SHOULD",
+      "a Subscribe without the properties count is accepted", source="SPEC_NOTES"),
+    R("RMQS-SUB-012", "Subscribe", "MUST",
+      "Subscribe carries properties (string key/value pairs) and is accepted with them"),
+    R("RMQS-SUB-013", "Subscribe", "MUST",
+      "a subscription with credit receives messages published after it, from any connection"),
+    R("RMQS-CREDIT-001", "Credit", "MUST",
+      "nothing is delivered to a subscription without credit"),
+    R("RMQS-CREDIT-002", "Credit", "MUST",
+      "credit counts chunks: each Deliver uses one credit"),
+    R("RMQS-CREDIT-003", "Credit", "MUST",
+      "Credit adds credit to a subscription and delivery resumes; it gets no response"),
+    R("RMQS-CREDIT-004", "Credit", "MUST",
+      "Credit for an unknown subscription gets CreditResponse (key 0x8009: code 4 and the "
+      "subscription id, no correlation id)"),
+    R("RMQS-UNSUB-001", "Unsubscribe", "MUST",
+      "Unsubscribe gets code 1; nothing more is delivered to that subscription and its id can "
+      "be used again"),
+    R("RMQS-UNSUB-002", "Response Codes", "MUST",
+      "Unsubscribe of an unknown subscription id gets code 4"),
+    # Deliver and the chunk
+    R("RMQS-DELIVER-001", "Deliver", "MUST",
+      "Deliver is key 8, version 1 (before any version exchange), the subscription id, then "
+      "one chunk"),
+    R("RMQS-DELIVER-002", "Deliver", "MUST",
+      "the chunk header is 48 bytes: magic/version 0x5X, chunk type 0 (user), NumEntries, "
+      "NumRecords, Timestamp, Epoch, ChunkFirstOffset, ChunkCrc, DataLength, TrailerLength, "
+      "BloomSize, 3 reserved bytes", source="SPEC_NOTES"),
+    R("RMQS-DELIVER-003", "Deliver", "MUST",
+      "ChunkCrc is the CRC-32 (zlib.crc32) of the DataLength bytes of entries",
+      source="SPEC_NOTES"),
+    R("RMQS-DELIVER-004", "Deliver", "MUST",
+      "NumEntries is the number of entries in the data and NumRecords the number of messages "
+      "they hold (a sub-batch counts its records)"),
+    R("RMQS-DELIVER-005", "Deliver", "MUST",
+      "ChunkFirstOffset is the offset of the chunk's first message; a subscription's chunks "
+      "come in offset order, each starting where the previous one ended (SPEC_NOTES.md: on "
+      "RabbitMQ a StoreOffset takes an offset too, so the suite checks streams without one)"),
+    R("RMQS-DELIVER-006", "Deliver", "SHOULD",
+      "the Deliver frame ends after the entries: header, bloom filter, data, no trailer bytes",
+      source="SPEC_NOTES"),
+    R("RMQS-DELIVER-007", "Deliver", "MUST",
+      "a simple entry is a uint32 size (top bit clear) then the message bytes"),
+    R("RMQS-DELIVER-008", "Deliver", "SHOULD",
+      "chunk timestamps (ms) do not decrease along the stream", source="SPEC_NOTES"),
+    R("RMQS-DELIVER-009", "Deliver", "MUST",
+      "the client skips the messages of the first chunk that precede the offset it asked for",
+      untestable=_CLIENT),
+    # StoreOffset / QueryOffset
+    R("RMQS-OFFSET-001", "StoreOffset", "MUST", "StoreOffset gets no response"),
+    R("RMQS-OFFSET-002", "QueryOffset", "MUST",
+      "QueryOffset gets code 1 and the offset last stored under the reference for the stream "
+      "(a later store wins, even a lower offset)"),
+    R("RMQS-OFFSET-003", "QueryOffset", "MUST",
+      "stored offsets are per reference and per stream"),
+    R("RMQS-OFFSET-004", "QueryOffset", "MUST",
+      "QueryOffset of a reference with no stored offset is not answered with code 1 (a client "
+      "must tell \"none\" from offset 0)"),
+    R("RMQS-OFFSET-005", "QueryOffset", "SHOULD",
+      "that code is 19 (no offset)", source="SPEC_NOTES"),
+    R("RMQS-OFFSET-006", "Response Codes", "MUST", "QueryOffset on a missing stream gets code 2"),
+    R("RMQS-OFFSET-007", "StoreOffset", "SHOULD",
+      "StoreOffset to a missing stream is ignored: no response, the connection stays open",
+      source="SPEC_NOTES"),
+    R("RMQS-OFFSET-008", "StoreOffset", "MUST",
+      "an offset reference has at most 256 characters", untestable=_CLIENT),
+    # Route / Partitions
+    R("RMQS-ROUTE-001", "Route", "MUST",
+      "Route gets one response with its correlation id"),
+    R("RMQS-ROUTE-002", "Route", "SHOULD",
+      "the Route response is a code then an array of streams: code 2 and no stream for a "
+      "missing super stream", source="SPEC_NOTES"),
+    R("RMQS-ROUTE-003", "Frame Structure", "MUST",
+      "Route and Partitions responses have the response bit (profile feature "
+      "route_response_bit: RabbitMQ 3.10 answers with the request key)"),
+    R("RMQS-ROUTE-004", "Route", "MUST",
+      "Route of a super stream's binding key gets code 1 and that partition"),
+    R("RMQS-PART-001", "Partitions", "MUST",
+      "Partitions gets one response with its correlation id: code 2 and no stream for a "
+      "missing super stream or a plain stream"),
+    R("RMQS-PART-002", "Partitions", "MUST",
+      "Partitions of a super stream gets code 1 and its partitions in order"),
+    # Commands newer than the document (keys 26-30; profile feature keys_26_30)
+    R("RMQS-NEW-001", _NOTES, "MUST",
+      "ExchangeCommandVersions (27) gets code 1 and (key, min, max) for the keys the server "
+      "knows, Publish and Deliver among them, min <= max", source="SPEC_NOTES"),
+    R("RMQS-NEW-002", _NOTES, "SHOULD",
+      "once the client announces Deliver version 2, Deliver frames are version 2 and carry "
+      "CommittedChunkId before the chunk", source="SPEC_NOTES"),
+    R("RMQS-NEW-003", _NOTES, "SHOULD",
+      "Publish version 2 (a filter value per message) is confirmed like version 1",
+      source="SPEC_NOTES"),
+    R("RMQS-NEW-004", _NOTES, "MUST",
+      "StreamStats (28) gets code 1 and statistics (first_chunk_id, committed_chunk_id) for an "
+      "existing stream, code 2 for a missing one", source="SPEC_NOTES"),
+    R("RMQS-NEW-005", _NOTES, "MUST",
+      "CreateSuperStream (29) gets code 1 and creates its partitions as streams",
+      source="SPEC_NOTES"),
+    R("RMQS-NEW-006", _NOTES, "SHOULD",
+      "CreateSuperStream of an existing super stream gets code 5", source="SPEC_NOTES"),
+    R("RMQS-NEW-007", _NOTES, "MUST",
+      "DeleteSuperStream (30) gets code 1 and deletes its partitions; code 2 for a missing one",
+      source="SPEC_NOTES"),
+    R("RMQS-NEW-008", _NOTES, "MUST",
+      "with single-active-consumer, the server sends ConsumerUpdate (26) to the consumer that "
+      "becomes active and delivers from the offset specification of the client's answer; the "
+      "other consumers of the group get nothing until promoted", source="SPEC_NOTES"),
+    R("RMQS-NEW-009", _NOTES, "MUST",
+      "a client request with key 26 (a server-to-client command) gets Close(13)",
+      source="SPEC_NOTES"),
+)

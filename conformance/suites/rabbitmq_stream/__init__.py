@@ -1,0 +1,1 @@
+"""Black-box suite for RabbitMQ Stream (rabbitmq-stream-protocol.adoc; SPEC_NOTES.md)."""
