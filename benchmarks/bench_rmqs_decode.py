@@ -5,6 +5,7 @@ Timing as in :mod:`benchmarks.bench_blipmq_decode` (best of a few interleaved ro
 collector off, inputs built before timing). Kinds of frames, each a stream of many:
 
 - ``deliver100x100``: Deliver (version 1) of a chunk of 100 simple entries of 100 bytes;
+- ``deliver100xvar``: the same with sizes from 50 to 150 bytes (no one-size fast path);
 - ``deliver1x16``: Deliver of a chunk of one 16-byte message (a small frame);
 - ``confirm``: PublishConfirm of one publishing id (what a publisher receives most).
 
@@ -27,22 +28,29 @@ from reference_impl.rabbitmq_stream.chunk import SimpleEntry, build_chunk
 from benchmarks.bench_blipmq_decode import MB, best_time, best_times, result
 
 SIZES = {
-    False: {"reps": 5, "deliver100x100": 2_000, "deliver1x16": 50_000, "confirm": 100_000,
+    False: {"reps": 5, "deliver100x100": 2_000, "deliver100xvar": 2_000, "deliver1x16": 50_000,
+            "confirm": 100_000,
             "scapy": {"deliver100x100": 100, "deliver1x16": 2_000, "confirm": 4_000}},
-    True: {"reps": 3, "deliver100x100": 200, "deliver1x16": 3_000, "confirm": 5_000,
+    True: {"reps": 3, "deliver100x100": 200, "deliver100xvar": 200, "deliver1x16": 3_000,
+           "confirm": 5_000,
            "scapy": {"deliver100x100": 10, "deliver1x16": 200, "confirm": 400}},
 }
 TIMESTAMP = 1_700_000_000_000
 
 
-def _deliver(i: int, records: int, size: int) -> codec.Deliver:
-    entries = [SimpleEntry(bytes([(i + r) & 0xFF]) * size) for r in range(records)]
+def _deliver(i: int, records: int, size: int, vary: int = 0) -> codec.Deliver:
+    """``vary``: sizes spread over size ± vary (no two neighbours alike), so the codec's
+    one-size fast path does not apply."""
+    entries = [SimpleEntry(bytes([(i + r) & 0xFF]) * (size + (r * 37) % (2 * vary + 1) - vary
+                                                       if vary else size))
+               for r in range(records)]
     return codec.Deliver(1, build_chunk(entries, first_offset=i * records, timestamp=TIMESTAMP))
 
 
 #: kind -> (frame i, messages per frame)
 KINDS: dict[str, tuple[Callable[[int], object], int]] = {
     "deliver100x100": (lambda i: _deliver(i, 100, 100), 100),
+    "deliver100xvar": (lambda i: _deliver(i, 100, 100, vary=50), 100),
     "deliver1x16": (lambda i: _deliver(i, 1, 16), 1),
     "confirm": (lambda i: codec.PublishConfirm(1, (i,)), 0),
 }

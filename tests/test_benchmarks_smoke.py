@@ -15,10 +15,12 @@ EXPECTED = [
     "blipmq.split.whole", "blipmq.split.1byte", "blipmq.split.random",
     "blipmq.linear.whole.4x", "blipmq.linear.1byte.4x",
     "scapy.dissect.ping", "scapy.dissect.publish32", "scapy.dissect.publish64k",
-    *(f"rmqs.decode.{kind}.whole{suffix}" for kind in ("deliver100x100", "deliver1x16", "confirm")
+    *(f"rmqs.decode.{kind}.whole{suffix}"
+      for kind in ("deliver100x100", "deliver100xvar", "deliver1x16", "confirm")
       for suffix in ("", ".mbps")),
-    *(f"rmqs.{peer}.{kind}" for peer in ("rstream.decode", "scapy.dissect")
-      for kind in ("deliver100x100", "deliver1x16", "confirm")),
+    *(f"rmqs.rstream.decode.{kind}"
+      for kind in ("deliver100x100", "deliver100xvar", "deliver1x16", "confirm")),
+    *(f"rmqs.scapy.dissect.{kind}" for kind in ("deliver100x100", "deliver1x16", "confirm")),
     # --quick runs the reference broker alone (no real RabbitMQ: its start-up alone is ~20 s)
     "rmqs.broker.publish+confirm.5000x100B", "rmqs.broker.consume.5000x100B",
 ]
