@@ -32,7 +32,7 @@ real-peers:
 test: install real-peers
 	$(PY) -m pytest -n auto -q $(PYTEST_ARGS)
 
-bench: install
+bench: install real-peers
 	$(PY) benchmarks/run.py --out reports/bench.json
 
 fuzz-smoke: install

@@ -266,17 +266,27 @@ class ResultCollector:
         per: dict[str, dict] = defaultdict(lambda: defaultdict(int))
         tested: dict[str, set] = defaultdict(set)
         failing: dict[str, set] = defaultdict(set)
+        unimplemented: dict[str, set] = defaultdict(set)
+        waived: dict[str, set] = defaultdict(set)
         for r in self.results.values():
-            per[r["protocol"]][r["verdict"]] += 1
-            tested[r["protocol"]].update(r["requirements"])
-            if r["verdict"] not in (verdicts.PASS,):
-                failing[r["protocol"]].update(r["requirements"])
+            proto, verdict = r["protocol"], r["verdict"]
+            per[proto][verdict] += 1
+            tested[proto].update(r["requirements"])
+            if verdict == verdicts.UNIMPLEMENTED:
+                unimplemented[proto].update(r["requirements"])
+            elif verdict == verdicts.WAIVED:
+                waived[proto].update(r["requirements"])
+            elif verdict not in (verdicts.PASS, verdicts.SKIPPED):
+                failing[proto].update(r["requirements"])
         out = {}
         for proto, counts in sorted(per.items()):
             cat = catalogue(registry.get(proto).requirements)
             out[proto] = {"counts": dict(counts),
                           "coverage": verdicts.coverage(cat, tested[proto]),
-                          "failing_requirements": sorted(failing[proto])}
+                          "failing_requirements": sorted(failing[proto]),
+                          # a feature the profile says is absent; waived by the profile
+                          "unimplemented_requirements": sorted(unimplemented[proto] - failing[proto]),
+                          "waived_requirements": sorted(waived[proto] - failing[proto])}
         return out
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -289,12 +299,17 @@ class ResultCollector:
             tr.write_line(
                 f"{proto}: {c.get(verdicts.PASS, 0)} passed, {c.get(verdicts.FAIL, 0)} failed, "
                 f"{c.get(verdicts.TIMEOUT, 0)} timeout, {c.get(verdicts.NON_STRICT, 0)} non-strict, "
-                f"{c.get(verdicts.WAIVED, 0)} waived, {c.get(verdicts.HARNESS_ERROR, 0)} harness-error; "
+                f"{c.get(verdicts.WAIVED, 0)} waived, {c.get(verdicts.UNIMPLEMENTED, 0)} unimplemented, "
+                f"{c.get(verdicts.HARNESS_ERROR, 0)} harness-error; "
                 f"requirements tested MUST {cov['MUST'][0]}/{cov['MUST'][1]}, "
                 f"SHOULD {cov['SHOULD'][0]}/{cov['SHOULD'][1]}, MAY {cov['MAY'][0]}/{cov['MAY'][1]}, "
                 f"untestable {cov['untestable']}")
             if s["failing_requirements"]:
                 tr.write_line(f"  not met: {', '.join(s['failing_requirements'])}")
+            if s["unimplemented_requirements"]:
+                tr.write_line(f"  unimplemented (profile): {', '.join(s['unimplemented_requirements'])}")
+            if s["waived_requirements"]:
+                tr.write_line(f"  waived (profile): {', '.join(s['waived_requirements'])}")
 
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         path = self.config.getoption("wirecheck_report")
