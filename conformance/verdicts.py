@@ -86,6 +86,9 @@ def message(report) -> str:
         return report.wasxfail
     if report.longrepr is None:
         return ""
+    if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:   # a skip: (file, line, reason)
+        reason = str(report.longrepr[2])
+        return reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason
     crash = getattr(report.longrepr, "reprcrash", None)
     return crash.message if crash is not None else str(report.longrepr).splitlines()[-1]
 

@@ -3,6 +3,7 @@ serve with a data directory."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 
 from reference_impl.rabbitmq_stream.client import StreamClient
@@ -83,3 +84,18 @@ def test_serve_rejects_unknown_profile():
     r = wirecheck("serve", "--protocol", "rabbitmq-stream", "--port", "0", "--profile", "nope")
     assert r.returncode == 2
     assert "unknown profile" in r.stderr
+
+
+def test_check_with_the_3_10_profile_reports_unimplemented_not_failures(tmp_path):
+    # The embedded broker speaks the profile under test: commands 26-30 are absent, so their
+    # tests are UNIMPLEMENTED (skipped, listed apart), and the run is conformant.
+    report = tmp_path / "r.json"
+    r = wirecheck("check", "--protocol", "rabbitmq-stream", "--profile", "rabbitmq-3.10",
+                  "--report", str(report), "-n", "2", timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "not met:" not in r.stdout
+    assert "unimplemented (profile): " in r.stdout and "RMQS-NEW-001" in r.stdout
+    tests = json.loads(report.read_text())["tests"]
+    unimplemented = [t for t in tests if t["verdict"] == "UNIMPLEMENTED"]
+    assert unimplemented and all(t["message"].startswith("UNIMPLEMENTED: ") for t in unimplemented)
+    assert not [t for t in tests if t["verdict"] in ("FAIL", "TIMEOUT", "HARNESS-ERROR")]
