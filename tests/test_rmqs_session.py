@@ -280,3 +280,15 @@ def test_delete_drops_the_group_without_promoting():
     (meta,) = second.send(Metadata(41, ()))
     assert isinstance(meta, MetadataResponse) and meta.streams == ()
     assert first.session.phase is Phase.OPEN
+
+
+def test_a_connection_that_never_opens_is_dropped_after_the_handshake_timeout():
+    # RabbitMQ 3.10 closes a connection that has not sent Open within 10 s (no frame).
+    from reference_impl.rabbitmq_stream.session import SessionConfig, StreamSession
+    from reference_impl.rabbitmq_stream.state import BrokerState
+    from reference_impl.rabbitmq_stream.store import StreamStore
+    session = StreamSession(BrokerState(StreamStore(None)), SessionConfig())
+    assert session.tick(100.0) == [] and not session.closed
+    assert session.tick(109.9) == [] and not session.closed
+    assert session.tick(110.1) == [] and session.closed
+    assert session.close_reason == "handshake timeout"

@@ -32,7 +32,7 @@ class BrokerConfig:
     frame_max: int = DEFAULT_FRAME_MAX
     heartbeat: int = DEFAULT_HEARTBEAT
     profile: str = "current"
-    handshake_timeout: float = 30.0
+    handshake_timeout: float = 10.0
     advertised_host: str | None = None
 
 

@@ -81,8 +81,8 @@ class SessionConfig:
     heartbeat: int = DEFAULT_HEARTBEAT
     profile: str = "current"
     limits: codec.StreamConfig = field(default_factory=codec.StreamConfig)
-    #: Handshake must finish within this many seconds (slow clients are dropped).
-    handshake_timeout: float = 30.0
+    #: Open must come within this many seconds of connecting (RabbitMQ 3.10: 10 s).
+    handshake_timeout: float = 10.0
 
 
 @dataclass(slots=True)
