@@ -34,13 +34,14 @@ from __future__ import annotations
 import struct
 import zlib
 
-from scapy.config import conf
 from scapy.fields import (BitEnumField, BitField, ByteEnumField, ByteField, ConditionalField,
                           Field, FieldLenField, IntField, LongField, PacketField,
                           PacketListField, ShortEnumField, ShortField, SignedLongField, StrField,
                           StrFixedLenField, StrLenField, XByteField, XIntField)
 from scapy.layers.inet import TCP
-from scapy.packet import NoPayload, Packet, bind_layers
+from scapy.packet import Packet, bind_layers
+
+from ..core.scapy_frames import PrefixedFrame, frames_of
 
 from . import codec
 from .chunk import HEADER_SIZE as CHUNK_HEADER_SIZE
@@ -51,7 +52,6 @@ from .constants import (DEFAULT_PORT, MIN_FRAME_SIZE, OFFSET_TYPES_WITH_VALUE, C
 __all__ = ["RabbitMQStream", "OsirisChunk", "RMQSSimpleEntry", "RMQSSubBatchEntry", "frames",
            "bind_rabbitmq_stream", "BODY_LAYERS"]
 
-_LEN = struct.Struct(">I")
 HEADER_SIZE = 8                               # size, key, version
 #: Largest size a frame is cut at: the reference session's ceiling when Tune's frame_max is 0
 #: ("no limit"); the dissector does not know what a connection tuned.
@@ -63,24 +63,6 @@ _CHUNK_TYPES = {int(t): t.name for t in ChunkType}
 _COMPRESSIONS = {int(c): c.name for c in Compression}
 #: Key in TCPSession's per-connection dict marking a direction whose framing is lost.
 _BROKEN = "rabbitmq_stream_unframed"
-
-
-def _frame_size(data: bytes, pos: int) -> int | None:
-    """Size of the frame starting at ``data[pos]`` (prefix included), or None if its size field
-    is missing or out of bounds (below 4, or above :data:`MAX_FRAME_SIZE`): the stream cannot
-    be cut further (the server closes the connection, SPEC_NOTES.md)."""
-    if len(data) - pos < _LEN.size:
-        return None
-    (size,) = _LEN.unpack_from(data, pos)
-    if not MIN_FRAME_SIZE <= size <= MAX_FRAME_SIZE:
-        return None
-    return _LEN.size + size
-
-
-def _last_layer(layer: Packet) -> Packet:
-    while not isinstance(layer.payload, NoPayload):
-        layer = layer.payload
-    return layer
 
 
 # -- "Types" -----------------------------------------------------------------------------------
@@ -260,97 +242,19 @@ class OffsetValueField(_WireField):
 
 # -- the envelope ("Frame Structure") ----------------------------------------------------------
 
-class RabbitMQStream(Packet):
+class RabbitMQStream(PrefixedFrame, Packet):
     """``[u32 size][u16 key (bit 15: response)][u16 version]`` ("Frame Structure")."""
     name = "RabbitMQStream"
+    LENGTH_FIELD = "size"
+    MIN_LENGTH, MAX_LENGTH = MIN_FRAME_SIZE, MAX_FRAME_SIZE
+    HEADER_SIZE = HEADER_SIZE
+    BROKEN_KEY = _BROKEN
     fields_desc = [
         IntField("size", None),                         # key + version + body
         BitField("response", 0, 1),
         BitEnumField("key", int(Key.HEARTBEAT), 15, _KEYS),
         ShortField("version", 1),
     ]
-
-    # -- building --------------------------------------------------------------------------
-
-    def _body_len(self) -> int:
-        """Bytes of this frame's body: the layers up to the next frame, built alone (the
-        ``pay`` handed to post_build also holds every following frame)."""
-        size = 0
-        layer = self.payload
-        while not isinstance(layer, (NoPayload, RabbitMQStream)):
-            size += len(layer.self_build())
-            layer = layer.payload
-        return size
-
-    def post_build(self, pkt: bytes, pay: bytes) -> bytes:
-        if self.size is None:
-            pkt = _LEN.pack(len(pkt) - _LEN.size + self._body_len()) + pkt[_LEN.size:]
-        return pkt + pay
-
-    # -- dissecting ------------------------------------------------------------------------
-
-    def _declared_body(self) -> int | None:
-        if self.size is None or not MIN_FRAME_SIZE <= self.size <= MAX_FRAME_SIZE:
-            return None
-        return self.size - MIN_FRAME_SIZE
-
-    def extract_padding(self, s: bytes) -> tuple[bytes, bytes]:
-        """This frame's body, and what follows it (the next frames). With a size out of
-        bounds the stream cannot be cut: everything left stays with this frame, as Raw."""
-        n = self._declared_body()
-        if n is None:
-            return s, b""
-        return s[:n], s[n:]
-
-    def guess_payload_class(self, payload: bytes):
-        if self._declared_body() is None:
-            return conf.raw_layer
-        return super().guess_payload_class(payload)
-
-    def dissect(self, s: bytes) -> None:
-        # Packet.dissect, except that the bytes after this frame are the next frames, not
-        # padding. They are cut by their size fields here, in a loop, so each following
-        # RabbitMQStream dissects exactly one frame and a segment full of frames does not recurse.
-        s = self.post_dissect(self.do_dissect(self.pre_dissect(s)))
-        body, rest = self.extract_padding(s)
-        self.do_dissect_payload(body)
-        tail, pos = self, 0
-        while pos < len(rest):
-            piece = rest[pos:pos + (_frame_size(rest, pos) or len(rest))]
-            tail = _last_layer(tail)
-            # A piece shorter than a header cannot be dissected as a frame: Raw (as a failed
-            # dissection of a payload would be).
-            cls = RabbitMQStream if len(piece) >= HEADER_SIZE else conf.raw_layer
-            tail.add_payload(cls(piece, _internal=1, _underlayer=tail))
-            pos += len(piece)
-
-    @classmethod
-    def tcp_reassemble(cls, data: bytes, metadata: dict, session: dict):
-        """scapy ``TCPSession`` hook (scapy/sessions.py): ``data`` is the direction's
-        unconsumed bytes. Returns None until a whole frame is there, else every whole frame
-        as consecutive layers, with the incomplete rest as Padding, which TCPSession keeps
-        and hands back with the next segment."""
-        broken = (_BROKEN, metadata.get("ident"))
-        if session.get(broken):
-            return conf.raw_layer(data)
-        end = 0
-        while (size := _frame_size(data, end)) is not None and len(data) - end >= size:
-            end += size
-        if end == 0:
-            bad_size = len(data) >= _LEN.size and _frame_size(data, 0) is None
-            if bad_size and len(data) >= HEADER_SIZE:
-                # The server closes the connection (Close 13 or 14, SPEC_NOTES.md): show the
-                # frame as it is, and from now on everything in this direction as Raw.
-                session[broken] = True
-                return cls(data)
-            # Need more: tell TCPSession not to call again before the frame (or, after a
-            # bad size, its header) can be whole.
-            metadata["tcp_min_len"] = HEADER_SIZE if bad_size else (_frame_size(data, 0) or _LEN.size)
-            return None
-        pkt = cls(data[:end])
-        if end < len(data):
-            pkt.add_payload(conf.padding_layer(data[end:]))
-        return pkt
 
     # -- display and matching --------------------------------------------------------------
 
@@ -369,13 +273,8 @@ class RabbitMQStream(Packet):
 
 
 def frames(pkt: Packet) -> list[RabbitMQStream]:
-    """Every RabbitMQStream layer of ``pkt``, in order (iterative: chains can be long)."""
-    out, layer = [], pkt
-    while not isinstance(layer, NoPayload):
-        if isinstance(layer, RabbitMQStream):
-            out.append(layer)
-        layer = layer.payload
-    return out
+    """Every RabbitMQStream layer of ``pkt``, in order."""
+    return frames_of(pkt, RabbitMQStream)
 
 
 # -- Osiris chunks (SPEC_NOTES.md: the 48-byte header, simple and sub-batch entries) -----------
