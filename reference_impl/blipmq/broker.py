@@ -11,7 +11,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from ..core.server import SessionServer
+from ..core.server import SessionBroker, SessionServer
 from .codec import BlipConfig
 from .session import DEFAULT_API_KEY, BlipSession, SessionConfig
 from .state import BrokerState
@@ -34,7 +34,7 @@ class BrokerConfig:
     limits: BlipConfig = field(default_factory=BlipConfig)
 
 
-class BlipBroker:
+class BlipBroker(SessionBroker):
     def __init__(self, config: BrokerConfig | None = None, host: str = "127.0.0.1",
                  port: int = 0, clock=time.monotonic) -> None:
         self.config = cfg = config or BrokerConfig()
@@ -53,22 +53,9 @@ class BlipBroker:
         self.server = SessionServer(lambda: BlipSession(self.state, session_config),
                                     host, port, clock)
 
-    async def start(self) -> "BlipBroker":
-        await self.server.start()
-        return self
-
-    async def stop(self) -> None:
-        await self.server.stop()
+    def close_storage(self) -> None:
         if self.wal is not None:
             self.wal.close()
-
-    @property
-    def host(self) -> str:
-        return self.server.host
-
-    @property
-    def port(self) -> int:
-        return self.server.port
 
 
 def make_broker(host: str = "127.0.0.1", port: int = 0, *, data_dir: str | None = None,

@@ -115,6 +115,36 @@ class SessionServer:
         await self._server.serve_forever()
 
 
+class SessionBroker:
+    """Base of the reference brokers: a :class:`SessionServer` in ``self.server`` plus storage
+    closed after the server stops (``close_storage``)."""
+
+    server: SessionServer
+
+    async def start(self):
+        await self.server.start()
+        self.started()
+        return self
+
+    def started(self) -> None:
+        """Hook: the listening port is known."""
+
+    async def stop(self) -> None:
+        await self.server.stop()
+        self.close_storage()
+
+    def close_storage(self) -> None:
+        """Hook: flush and close what the broker persists."""
+
+    @property
+    def host(self) -> str:
+        return self.server.host
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+
 class ThreadedServer:
     """Runs a server (anything with async ``start()``/``stop()`` and ``host``/``port``, such as
     :class:`SessionServer` or a protocol's broker) on its own event loop in a daemon thread."""

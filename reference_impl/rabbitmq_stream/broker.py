@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..core.durability import FsyncPolicy
-from ..core.server import SessionServer
+from ..core.server import SessionBroker, SessionServer
 from .codec import StreamConfig
 from .constants import DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT
 from .session import SessionConfig, StreamSession
@@ -36,7 +36,7 @@ class BrokerConfig:
     advertised_host: str | None = None
 
 
-class StreamBroker:
+class StreamBroker(SessionBroker):
     def __init__(self, config: BrokerConfig | None = None, host: str = "127.0.0.1",
                  port: int = 0, clock=time.monotonic) -> None:
         self.config = cfg = config or BrokerConfig()
@@ -52,22 +52,11 @@ class StreamBroker:
         self.server = SessionServer(lambda: StreamSession(self.state, self.session_config),
                                     host, port, clock, tick_interval=TICK_INTERVAL)
 
-    async def start(self) -> "StreamBroker":
-        await self.server.start()
+    def started(self) -> None:
         self.state.advertised_port = self.server.port
-        return self
 
-    async def stop(self) -> None:
-        await self.server.stop()
+    def close_storage(self) -> None:
         self.store.close()
-
-    @property
-    def host(self) -> str:
-        return self.server.host
-
-    @property
-    def port(self) -> int:
-        return self.server.port
 
 
 def make_broker(host: str = "127.0.0.1", port: int = 0, *, data_dir: str | None = None,
