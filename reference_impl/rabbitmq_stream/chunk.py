@@ -35,6 +35,10 @@ assert HEADER_SIZE == 48
 MAGIC = 5
 MAGIC_VERSION = 0x50               # what RabbitMQ 3.10 writes
 KNOWN_MAGIC_VERSIONS = frozenset((0x50, 0x51))
+_CHUNK_TYPES = frozenset(int(t) for t in ChunkType)
+#: From this many entries on, a one-size batch is checked with strided slices (below it the
+#: plain loop is cheaper).
+_STRIDED_FROM = 8
 
 _U32 = struct.Struct(">I")
 _SUB = struct.Struct(">BHII")      # entry type byte, records, uncompressed length, length
@@ -183,7 +187,7 @@ def _all_simple(data, num_entries: int) -> Optional[list]:
     suffices: the loop itself has no branch."""
     unpack = _U32.unpack_from
     end = len(data)
-    if num_entries and end >= 4:
+    if num_entries >= _STRIDED_FROM and end >= 4:
         # Messages of one size (the usual batch): every entry header equals the first one,
         # which four strided slices compare at C speed; then one comprehension cuts the bodies.
         (size,) = unpack(data, 0)
@@ -328,11 +332,11 @@ def parse_chunk(buf, base: int = 0, *, check_crc: bool = True, check_entries: bo
                    Category.TRUNCATED, base + n)
     (magic_version, chunk_type, num_entries, num_records, timestamp, epoch, first_offset, crc,
      data_length, trailer_length, bloom_size) = HEADER.unpack_from(buf)
-    if magic_version >> 4 != MAGIC:
-        raise _err(f"chunk magic {magic_version >> 4} (expected {MAGIC})", Category.BAD_VALUE, base)
     if magic_version not in KNOWN_MAGIC_VERSIONS:
+        if magic_version >> 4 != MAGIC:
+            raise _err(f"chunk magic {magic_version >> 4} (expected {MAGIC})", Category.BAD_VALUE, base)
         raise _err(f"chunk version {magic_version & 0xF} unknown", Category.BAD_VALUE, base)
-    if chunk_type not in ChunkType._value2member_map_:
+    if chunk_type not in _CHUNK_TYPES:
         raise _err(f"unknown chunk type {chunk_type}", Category.BAD_VALUE, base + 1)
     pos = HEADER_SIZE
     body = n - pos
@@ -343,10 +347,10 @@ def parse_chunk(buf, base: int = 0, *, check_crc: bool = True, check_entries: bo
     if body not in (need, need + trailer_length):
         raise _err(f"chunk has {body - need} bytes after its data, trailer length is {trailer_length}",
                    Category.TRAILING_BYTES, base + pos + need)
-    bloom = bytes(buf[pos:pos + bloom_size])
+    bloom = bytes(buf[pos:pos + bloom_size]) if bloom_size else b""
     pos += bloom_size
     data = bytes(buf[pos:pos + data_length])
-    trailer = bytes(buf[pos + data_length:n])
+    trailer = bytes(buf[pos + data_length:n]) if pos + data_length < n else b""
     if check_crc and zlib.crc32(data) != crc:
         raise _err(f"chunk CRC 0x{crc:08x} does not match its data (0x{zlib.crc32(data):08x})",
                    Category.BAD_VALUE, base + 32)

@@ -49,6 +49,8 @@ _PUB_HEAD = struct.Struct(">BI")     # publisher id, message count
 _PUB_MSG = struct.Struct(">QI")      # publishing id, simple-entry size
 _ERR_ITEM = struct.Struct(">QH")
 _VERSIONS = struct.Struct(">HHH")
+#: Below this many bytes, slicing a chunk out of its frame is cheaper than a memoryview.
+_COPY_BELOW = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,8 +430,12 @@ class Deliver(_Frame):
     def parse_body(cls, r: _Reader, version: int, *, max_uncompressed: int = 0):
         sub = r.u8("subscription id")
         committed = r.u64("committed chunk id") if version >= 2 else None
-        with memoryview(r.data) as view:       # no copy of the chunk before its fields are cut
-            chunk = osiris.parse_chunk(view[r.pos:], r.base + r.pos)
+        start, data = r.pos, r.data
+        if r.end - start > _COPY_BELOW:
+            with memoryview(data) as view:     # no copy of a large chunk before its fields are cut
+                chunk = osiris.parse_chunk(view[start:], r.base + start)
+        else:
+            chunk = osiris.parse_chunk(data[start:], r.base + start)
         r.pos = r.end
         return cls(sub, chunk, committed, version)
 
