@@ -12,7 +12,7 @@ until then, every read bounded by the target timeout); then, with ``barrier`` (o
 connection is open: Metadata is refused before), a barrier Metadata request for ``names``
 follows, and the driver returns every frame answered before the barrier's answer (kept as
 ``barrier_answer``), so "no answer" (StoreOffset, Credit, Heartbeat) is proven, never waited
-for. :class:`SessionDriver` runs the reference :class:`StreamSession` in memory (every frame it
+for. :class:`~.rabbitmq_stream_drivers.SessionDriver` runs the reference :class:`StreamSession` in memory (every frame it
 sends must be one whole frame of a class the server sends: "nothing but documented frames comes
 out"); :class:`WireDriver` speaks to a target over a :class:`conformance.target.Connection`.
 
@@ -53,30 +53,22 @@ machine avoids or tolerates those, and checks MUSTs only.
 """
 from __future__ import annotations
 
-import itertools
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Callable
 
 from hypothesis import strategies as st
 from hypothesis.stateful import (Bundle, RuleBasedStateMachine, initialize, invariant,
                                  multiple, rule)
 
-from reference_impl.core.errors import FrameError
 from reference_impl.rabbitmq_stream import codec
 from reference_impl.rabbitmq_stream.chunk import ChunkType, SubBatchEntry
 from reference_impl.rabbitmq_stream.codec import PublishedMessage
 from reference_impl.rabbitmq_stream.constants import Code, Compression, Key, OffsetType
-from reference_impl.rabbitmq_stream.session import SessionConfig, StreamSession
-from reference_impl.rabbitmq_stream.state import BrokerState
-from reference_impl.rabbitmq_stream.store import StreamStore
 
-from .rabbitmq_stream import SERVER_CLASSES
+from .rabbitmq_stream_drivers import BARRIER_BASE, STREAM_NAMES, SessionDriver
+from .rabbitmq_stream_model import (ModelPublisher, ModelStream, ModelSubscription, Want,
+                                    answer_key, exactly, one_of)
 
-#: Barrier Metadata requests use correlation ids above every id the machine draws.
-BARRIER_BASE = 0xB000_0000
 cids = st.integers(0, BARRIER_BASE - 16)     # the handshake uses cid .. cid + 4
-STREAM_NAMES = ("s1", "s2")              # few, so creates, deletes and uses meet
 #: Create arguments: none, or a retention the machine never reaches. Every value is one the
 #: server can parse: RabbitMQ 3.10.8's stream manager crashes on a Create whose argument value
 #: it cannot parse, taking every connection of the node with it.
@@ -89,7 +81,6 @@ REFERENCES = ("", "ref-a", "ref-b")       # "" = no deduplication
 #: reference broker ignores a StoreOffset under it, RabbitMQ 3.10.8 stores it (and gives it an
 #: offset) like any other.
 OFFSET_REFERENCES = ("ref-a", "ref-b")
-SERVER_FRAMES = frozenset(SERVER_CLASSES)
 
 records = st.binary(max_size=16)
 #: A message body, or a sub-batch of 1-3 records (uncompressed or gzip) spanning 1-3 offsets.
@@ -97,286 +88,7 @@ bodies = records | st.builds(SubBatchEntry.of, st.lists(records, min_size=1, max
                              st.sampled_from((Compression.NONE, Compression.GZIP)))
 
 
-def split_at_barrier(answers: list, barrier: int) -> tuple[list, object]:
-    """(answers before the barrier's answer, the barrier's answer); it must come last."""
-    for i, frame in enumerate(answers):
-        if isinstance(frame, codec.MetadataResponse) and frame.correlation_id == barrier:
-            if i != len(answers) - 1:
-                raise AssertionError(f"frames after the barrier's answer: {answers[i + 1:]}")
-            return answers[:i], frame
-    raise AssertionError(f"no answer to the barrier Metadata({barrier}) in {answers}")
-
-
-class SessionDriver:
-    """The reference session in memory, over a fresh in-memory store; time stands still.
-
-    The session answers at once, so everything a request causes precedes the barrier's answer
-    and ``done`` is not needed."""
-
-    user, password, vhost = "guest", "guest", "/"
-    keys_26_30 = True                  # the reference session knows keys 26-30
-
-    def __init__(self, now: float = 1_700_000_000.0, config: SessionConfig | None = None) -> None:
-        self.now = now
-        self.session = StreamSession(BrokerState(StreamStore(None)), config or SessionConfig(),
-                                     clock=lambda: self.now)
-        # Server-to-client bytes, whatever the tuned frame_max (a Deliver may exceed it).
-        self.decoder = codec.Decoder(codec.StreamConfig(max_frame_size=0), origin="server")
-        self.barrier_answer = None
-        self._barriers = itertools.count(BARRIER_BASE)
-
-    @property
-    def closed(self) -> bool:
-        return self.session.closed
-
-    def stream(self, name: str) -> str:
-        return name
-
-    def exchange(self, frames: list[bytes], barrier: bool, names=(), done=None) -> list:
-        wire = b"".join(frames)
-        cid = next(self._barriers)
-        if barrier:
-            wire += codec.encode(codec.Metadata(cid, tuple(names)))
-        answers = []
-        for out in self.session.receive(wire, self.now):
-            got = self.decoder.feed(out)
-            # The session hands out whole frames, one per item.
-            assert len(got) == 1 and self.decoder.buffered == 0, f"not one whole frame: {out.hex()}"
-            assert type(got[0]) in SERVER_FRAMES, f"the server sent a {type(got[0]).__name__}"
-            answers.append(got[0])
-        if not barrier:
-            return answers
-        answers, self.barrier_answer = split_at_barrier(answers, cid)
-        return answers
-
-    def close(self) -> None:
-        self.session.connection_lost()
-
-
-class WireDriver:
-    """A target over one :class:`conformance.target.Connection` (connected, no handshake yet).
-
-    Stream names get ``prefix`` (unique per connection: runs share a broker, and each run
-    starts with no stream). ``created`` (a list, e.g. the suite helper's) holds the names this
-    driver may have created until :meth:`close` has deleted them."""
-
-    def __init__(self, conn, *, user: str, password: str, vhost: str, prefix: str,
-                 keys_26_30: bool = True, created: list | None = None,
-                 max_answers: int = 1000) -> None:
-        self.conn = conn
-        self.user, self.password, self.vhost = user, password, vhost
-        self.prefix = prefix
-        self.keys_26_30 = keys_26_30
-        self.created = created if created is not None else []
-        self.created.extend(self.stream(n) for n in STREAM_NAMES)
-        self.max_answers = max_answers
-        self.barrier_answer = None
-        self._barriers = itertools.count(BARRIER_BASE)
-
-    @property
-    def closed(self) -> bool:
-        return self.conn.closed_by_peer
-
-    def stream(self, name: str) -> str:
-        return f"{self.prefix}-{name}"
-
-    def exchange(self, frames: list[bytes], barrier: bool, names=(), done=None) -> list:
-        from conformance.target import TargetError
-        if frames:
-            self.conn.send(*[_typed(f) for f in frames])
-        answers: list = []
-        # What the request must cause (confirms, deliveries) may come after a barrier's answer
-        # would: read it first. Each read is bounded by the target timeout.
-        while done is not None and not done(answers):
-            answers.append(self.conn.recv(expecting="the answers the model expects"))
-            if len(answers) > self.max_answers:
-                raise TargetError(f"{len(answers)} answers to {len(frames)} frames")
-        if not barrier:
-            return answers
-        cid = next(self._barriers)
-        self.conn.send(codec.Metadata(cid, tuple(names)))
-        while True:
-            frame = self.conn.recv(expecting=f"MetadataResponse({cid}) to the barrier")
-            if isinstance(frame, codec.MetadataResponse) and frame.correlation_id == cid:
-                self.barrier_answer = frame
-                return answers
-            answers.append(frame)
-            if len(answers) > self.max_answers:
-                raise TargetError(f"{len(answers)} answers to {len(frames)} frames and no barrier answer")
-
-    def close(self) -> None:
-        """Delete this connection's streams (best effort: the connection may be gone), then
-        close it."""
-        try:
-            if not self.conn.closed_by_peer:
-                for n, name in enumerate(self.stream(s) for s in STREAM_NAMES):
-                    cid = BARRIER_BASE - 8 + n
-                    self.conn.send(codec.Delete(cid, name))
-                    for _ in range(self.max_answers):
-                        frame = self.conn.recv(expecting=f"DeleteResponse({cid}) of {name}")
-                        if isinstance(frame, codec.DeleteResponse) and frame.correlation_id == cid:
-                            if name in self.created:
-                                self.created.remove(name)
-                            break
-        except AssertionError:           # a TargetError: the suite helper's clean-up retries
-            pass
-        finally:
-            self.conn.close()
-
-
-def _typed(wire: bytes):
-    """The frame ``wire`` encodes exactly, else ``wire``: transcripts then show it decoded."""
-    try:
-        frames = codec.decode_all(wire, codec.StreamConfig(max_frame_size=0), origin="client")
-    except FrameError:
-        return wire
-    return frames[0] if len(frames) == 1 and codec.encode(frames[0]) == wire else wire
-
-
 # -- the model -----------------------------------------------------------------------------------
-
-@dataclass
-class ModelEntry:
-    records: list | None          # None: a tracking chunk (StoreOffset), never delivered
-    group: int                    # index of the first entry its Publish stored (tracking: its own)
-    before: int                   # records stored before it
-    trackings: int                # tracking chunks before it
-
-
-@dataclass
-class ModelStream:
-    arguments: dict
-    entries: list = field(default_factory=list)
-    #: Entry indices known to start a chunk, and known to be inside one (learned or given).
-    cuts: set = field(default_factory=set)
-    inside: set = field(default_factory=set)
-    records: int = 0
-    trackings: int = 0
-    sequences: dict = field(default_factory=dict)     # publisher reference -> last id
-    offsets: dict = field(default_factory=dict)       # consumer reference -> stored offset
-    #: The connection stored or queried an offset of it: see ``StreamMachine.delete``.
-    tracked: bool = False
-
-    def add_group(self, groups: list[list[bytes]]) -> None:
-        """One Publish's stored entries (each a list of records): they start a chunk."""
-        start = len(self.entries)
-        self.cuts.add(start)
-        for recs in groups:
-            self.entries.append(ModelEntry(list(recs), start, self.records, self.trackings))
-            self.records += len(recs)
-
-    def add_tracking(self) -> None:
-        index = len(self.entries)
-        self.entries.append(ModelEntry(None, index, self.records, self.trackings))
-        self.trackings += 1
-        self.cuts.add(index)
-
-    def offset(self, index: int, width: int) -> int:
-        """The offset of entry ``index`` (``len(entries)``: the next one) when each tracking
-        chunk takes ``width`` offsets."""
-        if index == len(self.entries):
-            return self.records + width * self.trackings
-        e = self.entries[index]
-        return e.before + width * e.trackings
-
-    def group_end(self, index: int) -> int:
-        """The index after the last entry of entry ``index``'s Publish."""
-        end = index
-        while end < len(self.entries) and self.entries[end].group == self.entries[index].group:
-            end += 1
-        return end
-
-    def next_user(self, index: int) -> int | None:
-        """The first user entry at or after ``index``."""
-        for i in range(index, len(self.entries)):
-            if self.entries[i].records is not None:
-                return i
-        return None
-
-    def last_user_end(self) -> int | None:
-        """The index after the last user entry, if any."""
-        for i in range(len(self.entries) - 1, -1, -1):
-            if self.entries[i].records is not None:
-                return i + 1
-        return None
-
-    def chunk(self, start: int, count: int) -> list | None:
-        """The records of a chunk of ``count`` entries from ``start``, if such a chunk can exist
-        here: user entries of one Publish, agreeing with the chunk cuts learned so far."""
-        end = start + count
-        if count < 1 or start < 0 or end > len(self.entries):
-            return None
-        first = self.entries[start]
-        if first.records is None or start in self.inside:
-            return None
-        if any(self.entries[i].group != first.group for i in range(start, end)):
-            return None
-        if any(i in self.cuts for i in range(start + 1, end)):
-            return None
-        if end < len(self.entries) and self.entries[end].group == first.group and end in self.inside:
-            return None
-        return [r for i in range(start, end) for r in self.entries[i].records]
-
-    def learn(self, start: int, count: int) -> None:
-        """A chunk of ``count`` entries from ``start`` was delivered: its edges are cuts."""
-        end = start + count
-        self.cuts.add(start)
-        self.inside.update(range(start + 1, end))
-        if end < len(self.entries):
-            self.cuts.add(end)
-
-
-@dataclass
-class ModelPublisher:
-    stream: str
-    reference: str
-    next_id: int = 1
-
-
-@dataclass
-class ModelSubscription:
-    """Where the next chunk is: ``mode`` "at": the chunk starting at the first user entry at
-    or after ``next``; "containing": the chunk holding user entry ``next`` (it may start
-    earlier, "Subscribe" with an offset); "last": the chunk ending before entry ``next``, the
-    stream's last user chunk when the subscription was made."""
-    stream: str
-    credit: int
-    granted: int                      # credit given in total
-    next: int = 0
-    mode: str = "at"
-    delivered: int = 0                # chunks delivered in total
-    last_offset: int = -1             # first offset of the last chunk delivered
-
-
-@dataclass
-class Want:
-    """An answer the step expects: identified by ``key``, judged by ``test``."""
-    key: tuple
-    test: Callable
-    text: str
-
-
-def _key(frame) -> tuple:
-    if isinstance(frame, codec.CreditResponse):       # no correlation id (SPEC_NOTES.md)
-        return ("credit", frame.subscription_id)
-    if isinstance(frame, codec.MetadataUpdate):
-        return ("update", frame.stream)
-    if hasattr(frame, "correlation_id"):
-        return ("cid", frame.correlation_id)
-    return ("frame", type(frame).__name__)
-
-
-def exactly(frame) -> Want:
-    return Want(_key(frame), lambda got: got == frame, f"expected {frame}")
-
-
-def one_of(frames: list) -> Want:
-    """Any of ``frames`` (one key): a request with two defects may get either's code, the
-    document does not say which check comes first."""
-    if len(frames) == 1:
-        return exactly(frames[0])
-    return Want(_key(frames[0]), lambda got: got in frames, f"expected one of {frames}")
-
 
 class StreamMachine(RuleBasedStateMachine):
     """Each rule updates the model with what its request must change, then sends it and checks
@@ -458,7 +170,7 @@ class StreamMachine(RuleBasedStateMachine):
             return
         if isinstance(frame, codec.Heartbeat) and self.heartbeat:
             return          # with a heartbeat negotiated the server may send one ("Heartbeat")
-        want = self._wants.pop(_key(frame), None)
+        want = self._wants.pop(answer_key(frame), None)
         if want is None and isinstance(frame, codec.MetadataUpdate) and self._may_update[frame.stream] > 0 \
                 and frame.code == Code.STREAM_NOT_AVAILABLE:
             self._may_update[frame.stream] -= 1

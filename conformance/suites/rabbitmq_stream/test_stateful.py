@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from conformance.strategies.rabbitmq_stream_machine import StreamMachine, WireDriver
+from conformance.strategies.rabbitmq_stream_drivers import WireDriver
+from conformance.strategies.rabbitmq_stream_machine import StreamMachine
 
 WIRE = settings(max_examples=15, stateful_step_count=30, deadline=None, database=None,
                 derandomize=True, suppress_health_check=[HealthCheck.too_slow])
