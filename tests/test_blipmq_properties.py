@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conformance.strategies import blipmq as bs
-from conformance.strategies.invariants import (assert_extension_invariant, assert_same,
+from conformance.strategies.invariants import (assert_same,
                                                assert_split_invariant, decode_chunked, decode_whole)
 from reference_impl.blipmq import codec
 from reference_impl.blipmq.codec import (HEADER_SIZE, MAX_FRAME_SIZE, Auth, FrameType, Hello, Nack,
@@ -39,42 +39,8 @@ def test_round_trip(frame_type, data):
     assert codec.parse_payload(raw) == frame
 
 
-# --- split-read invariance ----------------------------------------------------------------------
-
-@FAST
-@given(data=st.data())
-def test_valid_stream_any_split(data):
-    stream = data.draw(bs.valid_streams())
-    wire = bs.stream_bytes(stream)
-    result = assert_split_invariant(wire, data.draw(bs.chunkings(wire)))
-    assert result == (stream, None, None)
-
-
-@FAST
-@given(data=st.data())
-def test_error_any_split_same_category_offset_and_frames(data):
-    before = data.draw(bs.valid_streams(max_size=4))
-    bad, category = data.draw(bs.invalid_frames())
-    after = data.draw(bs.valid_streams(max_size=3))
-    head = bs.stream_bytes(before)
-    wire = head + bad + bs.stream_bytes(after)
-    result = assert_split_invariant(wire, data.draw(bs.chunkings(wire)))
-    assert result.frames == before
-    assert result.category == category
-    assert len(head) <= result.offset <= len(head) + len(bad)
-
-
-@FAST
-@given(data=st.data())
-def test_stream_cut_inside_a_frame_is_truncated(data):
-    stream = data.draw(bs.valid_streams(max_size=4))
-    last = codec.encode(data.draw(bs.frames()))
-    cut = last[:data.draw(st.integers(1, len(last) - 1))]
-    head = bs.stream_bytes(stream)
-    wire = head + cut
-    result = assert_split_invariant(wire, data.draw(bs.chunkings(wire)))
-    assert result == (stream, Category.TRUNCATED, len(head))
-
+# --- split reads of large frames (the generic split-read properties are in
+# tests/test_codec_properties.py) ---------------------------------------------------------------
 
 @settings(FAST, max_examples=8)
 @given(data=st.data(), size=st.integers(60_000, 150_000), fill=st.integers(0, 255))
@@ -88,28 +54,6 @@ def test_large_frames_any_split(data, size, fill):
     whole = decode_whole(wire)
     assert whole == (stream, None, None)
     assert_same(whole, decode_chunked(wire, sizes), "chunked")
-
-
-# --- nothing but FrameError ---------------------------------------------------------------------
-
-@FAST
-@given(data=st.data(), blob=st.binary(max_size=2048))
-@example(data=None, blob=b"\xff\xff\xff\xff")
-@example(data=None, blob=b"\x00\x00\x00\x09\x00" + bytes(8))
-def test_arbitrary_bytes_only_frame_error(data, blob):
-    sizes = data.draw(bs.chunkings(blob)) if data is not None else [1]
-    assert_split_invariant(blob, sizes)
-
-
-@FAST
-@given(data=st.data())
-def test_valid_prefix_with_bytes_appended(data):
-    stream = data.draw(bs.valid_streams(max_size=5))
-    wire = bs.stream_bytes(stream)
-    wire = wire[:data.draw(st.integers(0, len(wire)))]
-    extra = data.draw(st.binary(max_size=256))
-    assert_extension_invariant(wire, extra)
-    assert_split_invariant(wire + extra, data.draw(bs.chunkings(wire + extra)))
 
 
 @FAST

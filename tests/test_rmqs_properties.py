@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conformance.strategies import rabbitmq_stream as rs
-from conformance.strategies.invariants import (assert_extension_invariant, assert_same,
+from conformance.strategies.invariants import (assert_same,
                                                assert_split_invariant, decode_chunked, decode_whole)
 from reference_impl.core import registry
 from reference_impl.core.errors import Category, FrameError
@@ -99,42 +99,8 @@ def test_route_and_partitions_without_response_bit_from_a_server(data, single, p
     assert codec.Decoder(origin="server").feed(wire) == [frame]
 
 
-# --- split-read invariance ----------------------------------------------------------------------
-
-@FAST
-@given(data=st.data())
-def test_valid_stream_any_split(data):
-    stream = data.draw(rs.valid_streams())
-    wire = rs.stream_bytes(stream)
-    result = split_invariant(wire, data.draw(rs.chunkings(wire)))
-    assert result == (stream, None, None)
-
-
-@FAST
-@given(data=st.data())
-def test_error_any_split_same_category_offset_and_frames(data):
-    before = data.draw(rs.valid_streams(max_size=3))
-    bad, category = data.draw(rs.invalid_frames())
-    after = data.draw(rs.valid_streams(max_size=2))
-    head = rs.stream_bytes(before)
-    wire = head + bad + rs.stream_bytes(after)
-    result = split_invariant(wire, data.draw(rs.chunkings(wire)))
-    assert result.frames == before
-    assert result.category == category
-    assert len(head) <= result.offset <= len(head) + len(bad)
-
-
-@FAST
-@given(data=st.data())
-def test_stream_cut_inside_a_frame_is_truncated(data):
-    stream = data.draw(rs.valid_streams(max_size=3))
-    last = codec.encode(data.draw(rs.frames()))
-    cut = last[:data.draw(st.integers(1, len(last) - 1))]
-    head = rs.stream_bytes(stream)
-    wire = head + cut
-    result = split_invariant(wire, data.draw(rs.chunkings(wire)))
-    assert result == (stream, Category.TRUNCATED, len(head))
-
+# --- split reads of large frames (the generic split-read properties are in
+# tests/test_codec_properties.py) ---------------------------------------------------------------
 
 @settings(FAST, max_examples=8)
 @given(data=st.data(), size=st.integers(60_000, 150_000), fill=st.integers(0, 255))
@@ -148,30 +114,6 @@ def test_large_frames_any_split(data, size, fill):
     whole = decode(wire)
     assert whole == (stream, None, None)
     assert_same(whole, decode_chunked(wire, sizes, SPEC), "chunked")
-
-
-# --- nothing but FrameError ---------------------------------------------------------------------
-
-@FAST
-@given(data=st.data(), blob=st.binary(max_size=2048))
-@example(data=None, blob=b"\xff\xff\xff\xff")
-@example(data=None, blob=b"\x00\x00\x00\x00")
-@example(data=None, blob=b"\x00\x00\x00\x04\x00\x08\x00\x01")
-@example(data=None, blob=b"\x00\x00\x00\x05\x00\x08\x00\x01\x00")
-def test_arbitrary_bytes_only_frame_error(data, blob):
-    sizes = data.draw(rs.chunkings(blob)) if data is not None else [1]
-    split_invariant(blob, sizes)
-
-
-@FAST
-@given(data=st.data())
-def test_valid_prefix_with_bytes_appended(data):
-    stream = data.draw(rs.valid_streams(max_size=4))
-    wire = rs.stream_bytes(stream)
-    wire = wire[:data.draw(st.integers(0, len(wire)))]
-    extra = data.draw(st.binary(max_size=256))
-    assert_extension_invariant(wire, extra, SPEC)
-    split_invariant(wire + extra, data.draw(rs.chunkings(wire + extra)))
 
 
 @FAST
