@@ -34,7 +34,7 @@ import time
 import zlib
 from dataclasses import dataclass
 
-from ..core.durability import FsyncPolicy  # noqa: F401  (re-exported: the CLI names it here)
+from ..core.durability import FsyncPolicy, SyncedAppender  # FsyncPolicy re-exported for the CLI
 from .state import BrokerState, JournalError
 
 MAGIC = b"BLIPWAL\0"
@@ -123,8 +123,7 @@ class WriteAheadLog:
         self.clock = clock
         self.next_id = 1
         self._fd: int | None = None
-        self._unsynced = 0
-        self._last_sync = clock()
+        self._appender = SyncedAppender(self.policy, clock)
 
     # -- recovery ----------------------------------------------------------------------------
 
@@ -216,23 +215,7 @@ class WriteAheadLog:
     def _append(self, record: bytes) -> None:
         if self._fd is None:
             raise JournalError("write-ahead log is not open")
-        before = os.lseek(self._fd, 0, os.SEEK_END)
         try:
-            view = memoryview(record)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
-            self._unsynced += 1
-            now = self.clock()
-            if self.policy.due(self._unsynced, self._last_sync, now):
-                os.fsync(self._fd)
-                self._unsynced = 0
-                self._last_sync = now
+            self._appender.append(self._fd, record, os.lseek(self._fd, 0, os.SEEK_END))
         except OSError as exc:
-            # Never leave half a record for the next append to follow (recovery would then
-            # see a bad CRC followed by valid records, i.e. corruption).
-            try:
-                os.ftruncate(self._fd, before)
-            except OSError:
-                pass
             raise JournalError(str(exc)) from exc

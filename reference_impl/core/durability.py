@@ -2,6 +2,7 @@
 WAL, the RabbitMQ Stream segments)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 
@@ -28,3 +29,39 @@ class FsyncPolicy:
         """Whether to fsync now, after ``unsynced`` appends since the last one."""
         return ((self.every_n is not None and unsynced >= self.every_n)
                 or (self.interval is not None and now - last_sync >= self.interval))
+
+
+class SyncedAppender:
+    """Appends records to one file descriptor and fsyncs per the policy. A failed write or
+    fsync truncates the file back to where the record started: the next record never follows
+    a partial one (recovery would see a bad checksum followed by good records, i.e. corruption),
+    and bytes whose fsync failed cannot be trusted. Shared by the BlipMQ WAL and the RabbitMQ
+    Stream segments."""
+
+    def __init__(self, policy: FsyncPolicy, clock) -> None:
+        self.policy = policy
+        self.clock = clock
+        self.unsynced = 0
+        self.last_sync = clock()
+
+    def append(self, fd: int, data: bytes, position: int) -> None:
+        """Write ``data`` at ``position`` and sync if due; OSError after undoing the write."""
+        try:
+            view = memoryview(data)
+            pos = position
+            while view:
+                written = os.pwrite(fd, view, pos)
+                view = view[written:]
+                pos += written
+            self.unsynced += 1
+            now = self.clock()
+            if self.policy.due(self.unsynced, self.last_sync, now):
+                os.fsync(fd)
+                self.unsynced = 0
+                self.last_sync = now
+        except OSError:
+            try:
+                os.ftruncate(fd, position)
+            except OSError:
+                pass
+            raise

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 from urllib.parse import quote
 
-from ..core.durability import FsyncPolicy
+from ..core.durability import FsyncPolicy, SyncedAppender
 from ..core.errors import FrameError
 from .chunk import (HEADER, HEADER_SIZE, Chunk, Entry, SimpleEntry, SubBatchEntry, TrackingType,
                     build_chunk, encode_tracking, parse_chunk, parse_tracking)
@@ -177,14 +177,6 @@ def _write_json_atomically(path: str, value) -> None:
     _fsync_dir(os.path.dirname(path))
 
 
-def _pwrite_all(fd: int, data: bytes, pos: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, pos)
-        view = view[written:]
-        pos += written
-
-
 def _pread_exact(fd: int, length: int, pos: int) -> bytes:
     parts = []
     while length > 0:
@@ -279,8 +271,7 @@ class StreamLog:
         self._sequences: dict[str, int] = {}
         self._stored: dict[str, int] = {}
         self._fd: int | None = None
-        self._unsynced = 0
-        self._last_sync = clock()
+        self._appender = SyncedAppender(policy, clock)
         self._closed = False
 
     # -- positions ---------------------------------------------------------------------------
@@ -481,20 +472,8 @@ class StreamLog:
             if self._fd is None:
                 raise StoreError(f"stream {self.name!r} has no open segment")
             try:
-                _pwrite_all(self._fd, raw, position)
-                self._unsynced += 1
-                now = self.clock()
-                if self.policy.due(self._unsynced, self._last_sync, now):
-                    os.fsync(self._fd)
-                    self._unsynced = 0
-                    self._last_sync = now
+                self._appender.append(self._fd, raw, position)
             except OSError as exc:
-                # Never leave part of a chunk behind for the next one to follow; after a
-                # failed fsync the written bytes cannot be trusted either.
-                try:
-                    os.ftruncate(self._fd, position)
-                except OSError:
-                    pass
                 raise StoreError(f"stream {self.name!r}: write failed: {exc}") from exc
         self._index(chunk, segment, position, len(raw),
                     chunk if self.directory is None else None)
@@ -675,13 +654,13 @@ class StreamLog:
         if self._fd is None:
             return
         try:
-            if self._unsynced and (self.policy.every_n is not None
-                                   or self.policy.interval is not None):
+            if self._appender.unsynced and (self.policy.every_n is not None
+                                            or self.policy.interval is not None):
                 os.fsync(self._fd)
         finally:
             os.close(self._fd)
             self._fd = None
-            self._unsynced = 0
+            self._appender.unsynced = 0
 
     def close(self) -> None:
         self._closed = True
