@@ -182,31 +182,6 @@ def test_malformed_frames_keep_their_bytes():
     assert pkt.frame_type == 0x42 and pkt[Raw].load == b"abc"
 
 
-def test_tcp_reassemble_directly():
-    first, second = codec.encode(codec.Publish(1, 0, "t", b"x" * 50)), codec.encode(codec.Ping(2))
-    data = first + second
-    for n in (0, 1, 3, 4, 12, len(first) - 1):
-        metadata: dict = {}
-        assert BlipMQ.tcp_reassemble(data[:n], metadata, {}) is None
-        if n >= 4:    # the length prefix is known: no call until the frame can be whole
-            assert metadata["tcp_min_len"] == len(first)
-    pkt = BlipMQ.tcp_reassemble(first, {}, {})
-    assert [to_frame(x) for x in frames(pkt)] == codec.decode_all(first)
-    # Whole frames plus a partial one: the partial bytes come back as Padding.
-    pkt = BlipMQ.tcp_reassemble(data + second[:5], {}, {})
-    assert [x.correlation_id for x in frames(pkt)] == [1, 2]
-    assert pkt[Padding].load == second[:5]
-    # A bad length marks the direction unframed: later data comes back as Raw.
-    session: dict = {}
-    bad = b"\xff\xff\xff\xff" + bytes(9)
-    metadata = {"ident": b"x"}
-    assert BlipMQ.tcp_reassemble(bad[:6], metadata, session) is None   # header first
-    assert metadata["tcp_min_len"] == codec.HEADER_SIZE and not session
-    assert isinstance(BlipMQ.tcp_reassemble(bad, {"ident": b"x"}, session), BlipMQ)
-    assert type(BlipMQ.tcp_reassemble(second, {"ident": b"x"}, session)) is Raw
-    assert isinstance(BlipMQ.tcp_reassemble(second, {"ident": b"y"}, session), BlipMQ)
-
-
 def _segments(src, sport, dst, dport, isn, stream, cuts):
     bounds = [0, *cuts, len(stream)]
     return [Ether() / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, flags="PA",

@@ -314,32 +314,6 @@ def test_malformed_frames_keep_their_bytes():
     assert pkt[Raw].load == b"\x01\x00"
 
 
-def test_tcp_reassemble_directly():
-    first = codec.encode(codec.Publish(1, (codec.PublishedMessage(1, b"x" * 50),)))
-    second = codec.encode(codec.Heartbeat())
-    data = first + second
-    for n in (0, 1, 3, 4, 8, len(first) - 1):
-        metadata: dict = {}
-        assert RabbitMQStream.tcp_reassemble(data[:n], metadata, {}) is None
-        if n >= 4:    # the size is known: no call until the frame can be whole
-            assert metadata["tcp_min_len"] == len(first)
-    pkt = RabbitMQStream.tcp_reassemble(first, {}, {})
-    assert [to_frame(x) for x in frames(pkt)] == codec.decode_all(first)
-    # Whole frames plus a partial one: the partial bytes come back as Padding.
-    pkt = RabbitMQStream.tcp_reassemble(data + first[:5], {}, {})
-    assert [x.key for x in frames(pkt)] == [2, 23]
-    assert pkt[Padding].load == first[:5]
-    # A bad size marks the direction unframed: later data comes back as Raw.
-    session: dict = {}
-    bad = b"\xff\xff\xff\xff" + bytes(9)
-    metadata = {"ident": b"x"}
-    assert RabbitMQStream.tcp_reassemble(bad[:6], metadata, session) is None   # header first
-    assert metadata["tcp_min_len"] == 8 and not session
-    assert isinstance(RabbitMQStream.tcp_reassemble(bad, {"ident": b"x"}, session), RabbitMQStream)
-    assert type(RabbitMQStream.tcp_reassemble(second, {"ident": b"x"}, session)) is Raw
-    assert isinstance(RabbitMQStream.tcp_reassemble(second, {"ident": b"y"}, session), RabbitMQStream)
-
-
 def _segments(src, sport, dst, dport, isn, stream, cuts):
     bounds = [0, *cuts, len(stream)]
     return [Ether() / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, flags="PA",
