@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install real-peers run demo test bench fuzz-smoke lint clean
+.PHONY: install real-peers signalr-clients run demo test bench fuzz-smoke lint clean
 
 install: $(STAMP)
 
@@ -29,7 +29,17 @@ real-peers:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rabbitmq-server || \
 	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rabbitmq-server; }
 
-test: install real-peers
+# The real @microsoft/signalr client (+ MessagePack protocol) for tests/test_signalr_real_clients.py,
+# pinned by tests/signalr_js/package-lock.json, run with the machine's node. Re-installed only
+# when the package files change.
+SIGNALR_JS := tests/signalr_js
+signalr-clients: $(SIGNALR_JS)/node_modules/.installed
+
+$(SIGNALR_JS)/node_modules/.installed: $(SIGNALR_JS)/package.json $(SIGNALR_JS)/package-lock.json
+	cd $(SIGNALR_JS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: install real-peers signalr-clients
 	$(PY) -m pytest -n auto -q $(PYTEST_ARGS)
 
 bench: install real-peers

@@ -1,7 +1,7 @@
 """``wirecheck`` command line (DESIGN.md "Command line"; keep these stable).
 
     wirecheck protocols [--json]
-    wirecheck serve   --protocol P [--host H] [--port N] [--data-dir DIR] [--api-key K ...]
+    wirecheck serve   --protocol P [--host H] [--port N] [--data-dir DIR] [--api-key K ...] [--raw-port N]
     wirecheck check   --protocol P [--target HOST:PORT] [--profile NAME|FILE] [--report FILE] [-n N]
     wirecheck decode  --protocol P [--profile NAME] (--hex HEX | --file F | --pcap F)
     wirecheck run     [--reports DIR]      # every protocol's broker + suite (``make run``)
@@ -57,6 +57,13 @@ def _check_profile(spec, name: str | None) -> str | None:
     return None
 
 
+def _profile_base(spec, name: str | None) -> str | None:
+    """The built-in profile a ``--profile`` is or extends (what codecs that vary by profile,
+    like SignalR's draft and v1, are told)."""
+    from conformance.profiles import load_profile
+    return load_profile(spec, name).base
+
+
 def cmd_serve(args) -> int:
     spec = args.protocol
     if (err := _check_profile(spec, args.profile)) is not None:
@@ -69,6 +76,11 @@ def cmd_serve(args) -> int:
     if args.profile:
         from conformance.profiles import load_profile
         options["profile"] = load_profile(spec, args.profile).base
+    if args.raw_port is not None:
+        if not spec.extra_ports:                  # only a protocol with a second transport
+            print(f"wirecheck serve: --raw-port does not apply to {spec.id}", file=sys.stderr)
+            return EXIT_HARNESS
+        options["raw_port"] = args.raw_port
     try:
         broker = spec.make_broker(args.host, port, data_dir=args.data_dir,
                                   api_keys=tuple(args.api_key or ()), **options)
@@ -83,6 +95,9 @@ def cmd_serve(args) -> int:
             raise SystemExit(f"wirecheck serve: cannot listen on {args.host}:{port}: {exc}")
         print(f"{spec.id} reference broker listening on {args.host}:{broker.port}"
               + (f" (data dir {args.data_dir})" if args.data_dir else " (in memory)"), flush=True)
+        if getattr(broker, "raw_port", None) is not None:       # a second transport (SignalR)
+            url = getattr(broker, "url", f"{args.host}:{broker.port}")
+            print(f"{spec.id} serving {url} and raw TCP on {args.host}:{broker.raw_port}", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -181,9 +196,9 @@ def cmd_decode(args) -> int:
         return EXIT_HARNESS
     if args.pcap:
         from conformance.pcapdecode import decode_pcap
-        return decode_pcap(spec, args.pcap)
+        return decode_pcap(spec, args.pcap, profile=_profile_base(spec, args.profile))
     data = _read_input(args)
-    decoder = spec.make_decoder()
+    decoder = spec.make_decoder(profile=_profile_base(spec, args.profile))
     frames: list = []
     error: FrameError | None = None
     try:
@@ -229,6 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--fsync", default=None,
                    help="fsync policy of the WAL / stream segments: always, none, every_n:N, interval_ms:MS")
     s.add_argument("--profile", default=None, help="profile the broker speaks (default: the document)")
+    s.add_argument("--raw-port", type=int, default=None,
+                   help="SignalR: raw TCP port beside HTTP/WebSocket on --port (default: port + 1)")
     s.set_defaults(func=cmd_serve)
 
     s = sub.add_parser("check", help="run the black-box suite against a target")

@@ -65,9 +65,11 @@ class _Direction:
 class PcapDecoder:
     """Feeds segments in; writes JSON lines to ``out``. Usable without a file (tests, replay)."""
 
-    def __init__(self, spec, ports: Iterable[int] = (), out: TextIO | None = None) -> None:
+    def __init__(self, spec, ports: Iterable[int] = (), out: TextIO | None = None,
+                 profile: str | None = None) -> None:
         self.spec = spec
-        self.ports = {spec.default_port, *ports}
+        self.profile = profile
+        self.ports = {spec.default_port, *spec.extra_ports, *ports}
         self.out = out if out is not None else sys.stdout
         self.errors = 0
         self._dirs: dict[tuple, _Direction] = {}
@@ -152,7 +154,7 @@ class PcapDecoder:
             else:
                 origin = "client" if dst[1] in self.ports else "server"
             d = self._dirs[key] = _Direction(f"{_endpoint(*src)}->{_endpoint(*dst)}", src, dst,
-                                             self.spec.make_decoder(origin=origin))
+                                             self.spec.make_decoder(origin=origin, profile=self.profile))
         if syn:
             seq = (seq + 1) % _SEQ_MOD    # SYN takes one sequence number; data follows it
             d.base = seq if d.base is None else d.base
@@ -205,14 +207,15 @@ def _tcp_fields(pkt):
     return (ip.src, tcp.sport), (ip.dst, tcp.dport), tcp.seq, str(tcp.flags), data
 
 
-def decode_pcap(spec, path: str, ports: Iterable[int] = (), out: TextIO | None = None) -> int:
+def decode_pcap(spec, path: str, ports: Iterable[int] = (), out: TextIO | None = None,
+                profile: str | None = None) -> int:
     """Decode every ``spec`` conversation of the capture at ``path`` (TCP to or from
     ``spec.default_port`` or one of ``ports``); JSON lines on ``out``; exit status."""
     from scapy.error import Scapy_Exception
     from scapy.layers import inet, inet6, l2  # noqa: F401  (link types for PcapReader)
     from scapy.utils import PcapReader
 
-    decoder = PcapDecoder(spec, ports, out)
+    decoder = PcapDecoder(spec, ports, out, profile)
     last_time = 0.0
     try:
         reader = PcapReader(path)

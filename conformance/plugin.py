@@ -27,10 +27,25 @@ _TARGET_KEY = pytest.StashKey[Target]()
 
 # -- options -----------------------------------------------------------------------------------
 
-def _host_port(text: str) -> tuple[str, int]:
+def _host_port(text: str) -> tuple:
+    """``HOST:PORT`` -> (host, port); ``ws://HOST:PORT/path`` or ``http://HOST:PORT/path``
+    (a protocol spoken over HTTP + WebSocket, such as SignalR) -> (host, port, url)."""
+    if "://" in text:
+        from urllib.parse import urlsplit
+        parts = urlsplit(text)
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if parts.scheme not in ("ws", "wss", "http", "https") or not parts.hostname:
+            raise pytest.UsageError(f"--target {text!r}: expected HOST:PORT, ws://HOST:PORT/path "
+                                    f"or http://HOST:PORT/path")
+        if port is None:
+            port = 443 if parts.scheme in ("wss", "https") else 80
+        return parts.hostname, port, text
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise pytest.UsageError(f"--target {text!r}: expected HOST:PORT")
+        raise pytest.UsageError(f"--target {text!r}: expected HOST:PORT (or a ws:// / http:// URL)")
     return host.strip("[]"), int(port)
 
 
@@ -47,7 +62,10 @@ def _positive_float(text: str) -> float:
 def pytest_addoption(parser) -> None:
     group = parser.getgroup("wirecheck", "wirecheck conformance suite")
     group.addoption("--target", dest="wirecheck_target", type=_host_port, default=None,
-                    metavar="HOST:PORT", help="implementation under test (default: start the reference broker)")
+                    metavar="HOST:PORT|URL",
+                    help="implementation under test: HOST:PORT, or ws://HOST:PORT/path / "
+                         "http://HOST:PORT/path for a protocol over WebSocket (default: start "
+                         "the reference broker)")
     group.addoption("--protocol", dest="wirecheck_protocol", default=None, metavar="P",
                     help="run only this protocol's suite (see `wirecheck protocols`)")
     group.addoption("--profile", dest="wirecheck_profile", default=None, metavar="NAME|FILE",
@@ -73,6 +91,7 @@ def strict_mode(config) -> bool:
 
 def pytest_configure(config) -> None:
     config.addinivalue_line("markers", "requirement(*ids): requirement IDs this black-box test checks")
+    config.addinivalue_line("markers", "slow: waits for a protocol timer (keep-alive, timeouts)")
     if config.getoption("wirecheck_target") and not config.getoption("wirecheck_protocol"):
         raise pytest.UsageError("--target needs --protocol (see `wirecheck protocols`)")
     proto = config.getoption("wirecheck_protocol")
@@ -128,15 +147,18 @@ class _EmbeddedBrokers:
     def __init__(self) -> None:
         self.running: dict[str, object] = {}
 
-    def address(self, spec, profile: str | None = None) -> tuple[str, int]:
+    def address(self, spec, profile: str | None = None) -> tuple:
         """The broker speaks the profile under test (a built-in profile name; a profile file
-        extends one, whose name the broker gets)."""
+        extends one, whose name the broker gets). A broker reached by URL (its ``url``,
+        e.g. SignalR's hub over HTTP + WebSocket) adds the URL."""
         key = (spec.id, profile)
         if key not in self.running:
             from reference_impl.core.server import ThreadedServer
             self.running[key] = ThreadedServer(
                 spec.make_broker("127.0.0.1", 0, profile=profile)).start()
-        return self.running[key].address
+        server = self.running[key]
+        url = getattr(server.server, "url", None)
+        return server.address + ((url,) if url else ())
 
     def stop(self) -> None:
         for server in self.running.values():
@@ -178,7 +200,8 @@ def target(request, wirecheck_spec, wirecheck_profile, wirecheck_embedded):
     if embedded:
         address = wirecheck_embedded.address(wirecheck_spec, wirecheck_profile.base)
     tgt = Target(address[0], address[1], wirecheck_spec, wirecheck_profile,
-                 timeout=config.getoption("wirecheck_timeout"), embedded=embedded)
+                 timeout=config.getoption("wirecheck_timeout"), embedded=embedded,
+                 url=address[2] if len(address) > 2 else None)
     request.node.stash[_TARGET_KEY] = tgt
     yield tgt
     tgt.close_all()

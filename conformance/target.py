@@ -64,12 +64,16 @@ class Transcript:
 class Connection:
     """One TCP connection to the target, speaking ``spec``'s codec."""
 
-    def __init__(self, sock: socket.socket, spec, timeout: float, transcript: Transcript) -> None:
+    def __init__(self, sock: socket.socket, spec, timeout: float, transcript: Transcript,
+                 decoder=None, encode=None) -> None:
         self.sock = sock
         self.spec = spec
         self.timeout = timeout
         self.transcript = transcript
-        self.decoder = spec.make_decoder(origin="server")     # it reads what the target sends
+        # It reads what the target sends; a protocol whose decoding depends on the session
+        # (SignalR's negotiated hub protocol) passes its own decoder and encoder.
+        self.decoder = decoder if decoder is not None else spec.make_decoder(origin="server")
+        self.encode = encode or spec.encode
         self._frames: list = []
         self.closed_by_peer = False
 
@@ -78,13 +82,13 @@ class Connection:
     def send(self, *items, chunks: int | list[int] | None = None) -> None:
         """Send frames (encoded with the reference codec) and/or raw bytes, as one write or
         split into ``chunks`` (a chunk size, or a list of sizes)."""
-        data = b"".join(i if isinstance(i, (bytes, bytearray)) else self.spec.encode(i) for i in items)
+        data = b"".join(i if isinstance(i, (bytes, bytearray)) else self.encode(i) for i in items)
         self.transcript.add("->", data, self._describe(items))
         pieces = _split(data, chunks)
         self.sock.settimeout(self.timeout)
         try:
             for piece in pieces:
-                self.sock.sendall(piece)
+                self._write(piece)
         except socket.timeout:
             self.transcript.add("--", b"", "send timed out: the target is not reading")
             raise TargetTimeout(f"target stopped reading: could not send {len(data)} bytes within "
@@ -92,6 +96,9 @@ class Connection:
         except OSError as exc:
             self.transcript.add("--", b"", f"send failed: {exc}")
             raise TargetClosed(f"target closed the connection while the kit was sending: {exc}") from None
+
+    def _write(self, piece: bytes) -> None:
+        self.sock.sendall(piece)
 
     def _describe(self, items) -> str:
         parts = []
@@ -212,20 +219,80 @@ def pace(seconds: float) -> None:
     time.sleep(seconds)
 
 
+class WebSocketConnection(Connection):
+    """A connection whose bytes travel as WebSocket messages (conformance/websocket.py): each
+    ``send`` piece is one message (text, or binary when ``binary``), and what comes back is the
+    concatenated payload of the data messages. Pings are answered; a close frame is a close."""
+
+    def __init__(self, sock: socket.socket, spec, timeout: float, transcript: Transcript,
+                 decoder=None, encode=None, binary: bool = False, pending: bytes = b"") -> None:
+        from conformance import websocket
+        super().__init__(sock, spec, timeout, transcript, decoder, encode)
+        self._ws = websocket
+        self.binary = binary
+        self.frames = websocket.FrameReader()
+        self._pending = pending
+        self._peer_closed = False
+        self.close_code: int | None = None
+        self.data_opcodes: list[int] = []       # text or binary, per message received
+
+    def _write(self, piece: bytes) -> None:
+        opcode = self._ws.OP_BINARY if self.binary else self._ws.OP_TEXT
+        self.sock.sendall(self._ws.encode_frame(opcode, piece))
+
+    def _read(self, timeout: float) -> bytes | None:
+        if self._peer_closed:
+            return b""
+        if self._pending:
+            raw, self._pending = self._pending, b""
+        else:
+            raw = super()._read(timeout)
+        if not raw:
+            return raw
+        try:
+            frames = self.frames.feed(raw)
+        except self._ws.WebSocketError as exc:
+            raise TargetMalformed(f"target broke the WebSocket framing: {exc}") from None
+        data = bytearray()
+        for opcode, _fin, payload in frames:
+            if opcode in (self._ws.OP_TEXT, self._ws.OP_BINARY, self._ws.OP_CONT):
+                data += payload
+                if opcode != self._ws.OP_CONT:
+                    self.data_opcodes.append(opcode)
+            elif opcode == self._ws.OP_PING:
+                self.sock.sendall(self._ws.encode_frame(self._ws.OP_PONG, payload))
+            elif opcode == self._ws.OP_CLOSE:
+                # The data before the close frame is delivered first; the next read is the end.
+                self.close_code = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else None
+                self._peer_closed = True
+                break
+        if data:
+            return bytes(data)
+        return b"" if self._peer_closed else None
+
+    def close(self) -> None:
+        try:
+            self.sock.sendall(self._ws.encode_frame(self._ws.OP_CLOSE, (1000).to_bytes(2, "big")))
+        except OSError:
+            pass
+        super().close()
+
+
 class Target:
-    """Where the suite connects: host and port, plus what it needs to speak to it."""
+    """Where the suite connects: host and port, plus what it needs to speak to it. ``url``:
+    a ``ws://``/``http://`` address when the target is reached through HTTP + WebSocket."""
 
     def __init__(self, host: str, port: int, spec, profile, timeout: float = DEFAULT_TIMEOUT,
-                 embedded: bool = False) -> None:
+                 embedded: bool = False, url: str | None = None) -> None:
         self.host, self.port, self.spec, self.profile = host, port, spec, profile
+        self.url = url
         self.timeout = timeout
         self.embedded = embedded
         self.connections: list[Connection] = []
         self.transcripts: list[Transcript] = []
 
-    def connect(self, name: str = "") -> Connection:
-        transcript = Transcript(name or f"connection {len(self.transcripts) + 1}")
-        self.transcripts.append(transcript)
+    def connect(self, name: str = "", *, decoder=None, encode=None) -> Connection:
+        transcript = self._transcript(name)
         transcript.add("--", b"", f"connect {self.host}:{self.port}")
         try:
             sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
@@ -233,9 +300,31 @@ class Target:
             transcript.add("--", b"", f"connect failed: {exc}")
             raise TargetClosed(f"cannot connect to {self.host}:{self.port}: {exc}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = Connection(sock, self.spec, self.timeout, transcript)
+        conn = Connection(sock, self.spec, self.timeout, transcript, decoder, encode)
         self.connections.append(conn)
         return conn
+
+    def connect_websocket(self, url: str, name: str = "", *, decoder=None, encode=None,
+                          binary: bool = False, headers: dict | None = None) -> WebSocketConnection:
+        """A WebSocket to ``url`` (ws:// or http:// spelling)."""
+        from conformance import websocket
+        transcript = self._transcript(name)
+        transcript.add("--", b"", f"websocket {url}")
+        ws_url = "ws" + url[4:] if url.startswith("http") else url
+        try:
+            sock, pending = websocket.open_socket(ws_url, self.timeout, headers)
+        except (OSError, websocket.WebSocketError) as exc:
+            transcript.add("--", b"", f"websocket failed: {exc}")
+            raise TargetClosed(f"cannot open a WebSocket to {url}: {exc}") from None
+        conn = WebSocketConnection(sock, self.spec, self.timeout, transcript, decoder, encode,
+                                   binary, pending)
+        self.connections.append(conn)
+        return conn
+
+    def _transcript(self, name: str) -> Transcript:
+        transcript = Transcript(name or f"connection {len(self.transcripts) + 1}")
+        self.transcripts.append(transcript)
+        return transcript
 
     def close_all(self) -> None:
         for conn in self.connections:

@@ -39,6 +39,11 @@ TARGETS = {t.name: t for t in (
                "rabbitmq-stream"),
     FuzzTarget("rmqs_chunk", "fuzz.fuzz_rmqs_chunk", "rabbitmq-stream-chunk", "rabbitmq-stream.dict",
                "rabbitmq-stream", seeds="chunk"),
+    FuzzTarget("signalr_json", "fuzz.fuzz_signalr_json", "signalr-json", "signalr.dict", "signalr"),
+    FuzzTarget("signalr_msgpack", "fuzz.fuzz_signalr_msgpack", "signalr-msgpack", "signalr.dict",
+               "signalr"),
+    FuzzTarget("signalr_handshake", "fuzz.fuzz_signalr_handshake", "signalr-json", "signalr.dict",
+               "signalr"),
 )}
 
 

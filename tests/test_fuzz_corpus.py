@@ -7,13 +7,15 @@ from pathlib import Path
 import pytest
 
 from conformance.strategies.invariants import decode_whole
+from fuzz.harness_signalr import spec_or_standin
 from fuzz.run_smoke import TARGETS, run_target
 from reference_impl.rabbitmq_stream.chunk import ChunkType, parse_chunk
 
 FUZZ = Path(__file__).resolve().parent.parent / "fuzz"
 ENTRY_POINTS = {name: importlib.import_module(t.module).TestOneInput for name, t in TARGETS.items()}
 #: Seeds each corpus must have at least (the document's samples, sessions, real captures...).
-MIN_SEEDS = {"blipmq": 9, "rabbitmq-stream": 40, "rabbitmq-stream-chunk": 10}
+MIN_SEEDS = {"blipmq": 9, "rabbitmq-stream": 40, "rabbitmq-stream-chunk": 10, "signalr-json": 15,
+             "signalr-msgpack": 15}
 
 
 def _files(folder: Path) -> list[Path]:
@@ -32,7 +34,7 @@ def _seed_problem(target, data: bytes):
         if chunk.chunk_type == ChunkType.USER and len(chunk.messages()) != chunk.num_records:
             return "records do not add up"
         return None
-    result = decode_whole(data, target.protocol)
+    result = decode_whole(data, spec_or_standin(target.protocol))
     return None if result.ok and result.frames else str(result)
 
 

@@ -28,6 +28,9 @@ def _two_frames(spec) -> tuple[bytes, bytes]:
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_tcp_reassemble(spec):
     layer = spec.load("scapy_layer")
+    from reference_impl.core.scapy_frames import PrefixedFrame
+    if layer.tcp_reassemble.__func__ is not PrefixedFrame.tcp_reassemble.__func__:
+        pytest.skip(f"{spec.id} cuts records its own way (no u32 prefix); its scapy test covers it")
     first, second = _two_frames(spec)
     data = first + second
     for n in sorted({0, 1, 3, 4, layer.HEADER_SIZE, len(first) - 1}):

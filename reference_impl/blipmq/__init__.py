@@ -12,7 +12,7 @@ SPEC = registry.register(registry.ProtocolSpec(
     document="blipmq-protocol.md",
     requirement_prefix="BLIP-",
     default_port=DEFAULT_PORT,
-    make_decoder=lambda limits=None, origin=None: codec.Decoder(limits),  # same wire both ways
+    make_decoder=lambda limits=None, origin=None, profile=None: codec.Decoder(limits),  # same wire both ways
     encode=codec.encode,
     frame_to_dict=codec.frame_to_dict,
     session_class=BlipSession,

@@ -5,7 +5,8 @@ Tree::
     FrameError                 anything malformed on the wire; carries category, protocol, offset
     ├── LengthError            LENGTH_TOO_SMALL / LENGTH_TOO_LARGE (declared length out of bounds)
     ├── UnknownTypeError       UNKNOWN_TYPE (a discriminant the document does not define)
-    └── PayloadError           TRUNCATED / BAD_ENCODING / BAD_VALUE / TRAILING_BYTES
+    └── PayloadError           TRUNCATED / BAD_ENCODING / BAD_VALUE / TRAILING_BYTES /
+                               MISSING_FIELD / UNKNOWN_FIELD / CONFLICTING_FIELDS
 
 Nothing else may escape a decoder: the fuzzers and the property tests assert it. "Need more
 data" is never an exception: decoders return nothing until a whole frame is buffered.
@@ -25,6 +26,10 @@ class Category(StrEnum):
     BAD_ENCODING = "BAD_ENCODING"
     BAD_VALUE = "BAD_VALUE"
     TRAILING_BYTES = "TRAILING_BYTES"
+    # Messages made of named fields (SignalR's JSON and MessagePack messages):
+    MISSING_FIELD = "MISSING_FIELD"            # a required field is absent
+    UNKNOWN_FIELD = "UNKNOWN_FIELD"            # a field the message type does not have
+    CONFLICTING_FIELDS = "CONFLICTING_FIELDS"  # fields that exclude each other, both present
 
 
 class FrameError(Exception):

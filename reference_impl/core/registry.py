@@ -13,7 +13,7 @@ from typing import Any, Callable
 _PROTOCOLS: dict[str, "ProtocolSpec"] = {}
 
 #: Packages that register a protocol when imported (one line per protocol).
-_BUILTIN = ("reference_impl.blipmq", "reference_impl.rabbitmq_stream")
+_BUILTIN = ("reference_impl.blipmq", "reference_impl.rabbitmq_stream", "reference_impl.signalr")
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class ProtocolSpec:
     document: str                            # file name under shared/specs
     requirement_prefix: str                  # e.g. "BLIP-"
     default_port: int
-    make_decoder: Callable[..., Any]         # (limits=None, origin=None|'server'|'client') -> decoder with feed()
+    make_decoder: Callable[..., Any]         # (limits=None, origin=None|'server'|'client', profile=None) -> decoder with feed()
     encode: Callable[[Any], bytes]
     frame_to_dict: Callable[[Any], dict]
     session_class: type
@@ -35,6 +35,7 @@ class ProtocolSpec:
     suite: str                               # package of the black-box suite
     profiles: dict[str, dict] = field(default_factory=dict)   # built-in profile name -> settings
     default_profile: str = "document"
+    extra_ports: tuple[int, ...] = ()        # more well-known ports (e.g. a second transport)
 
     def load(self, slot: str):
         """Import a lazy slot: ``"pkg.mod"`` -> module, ``"pkg.mod:Name"`` -> attribute."""

@@ -3,7 +3,9 @@
 A session object needs ``receive(data, now) -> list[bytes]`` and ``closed``; optionally
 ``connection_lost()``, ``attach(push, close)`` (for bytes caused by other connections, such as
 a delivery after someone else's publish) and ``tick(now) -> list[bytes]`` (heartbeats and
-timeouts, called every ``tick_interval`` seconds). The glue feeds it, writes what it returns, and closes the transport
+timeouts, called every ``tick_interval`` seconds, or, when the session has
+``next_deadline() -> float | None``, at the time it names: one timer per connection and no
+polling of idle ones). The glue feeds it, writes what it returns, and closes the transport
 when the session says so. It also runs a server in a background thread for the pytest
 fixture and the CLI's ``run``.
 """
@@ -26,6 +28,7 @@ class SessionProtocol(asyncio.Protocol):
         self._connections = connections
         self.transport: asyncio.Transport | None = None
         self.session = None
+        self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -35,10 +38,29 @@ class SessionProtocol(asyncio.Protocol):
         attach = getattr(self.session, "attach", None)
         if attach is not None:
             attach(self._push, transport.close)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        """Arm this connection's timer for the session's next deadline (if it has one)."""
+        next_deadline = getattr(self.session, "next_deadline", None)
+        if next_deadline is None:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        when = next_deadline()
+        if when is None or self.transport is None or self.transport.is_closing():
+            return
+        self._timer = asyncio.get_running_loop().call_later(max(0.0, when - self._clock()), self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self.tick()
 
     def _push(self, out: list[bytes]) -> None:
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(b"".join(out))
+            self._schedule()          # output counts for the session's timers (keep-alive)
 
     def tick(self) -> None:
         tick = getattr(self.session, "tick", None)
@@ -49,6 +71,8 @@ class SessionProtocol(asyncio.Protocol):
             self.transport.write(b"".join(out))
         if self.session.closed:
             self.transport.close()
+        else:
+            self._schedule()
 
     def data_received(self, data: bytes) -> None:
         out = self.session.receive(data, self._clock())
@@ -56,6 +80,8 @@ class SessionProtocol(asyncio.Protocol):
             self.transport.write(b"".join(out))
         if self.session.closed:
             self.transport.close()
+        else:
+            self._schedule()
 
     def pause_writing(self) -> None:
         self.transport.pause_reading()
@@ -64,6 +90,9 @@ class SessionProtocol(asyncio.Protocol):
         self.transport.resume_reading()
 
     def connection_lost(self, exc) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._connections.discard(self)
         hook = getattr(self.session, "connection_lost", None)
         if hook is not None:

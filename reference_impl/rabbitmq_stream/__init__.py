@@ -15,7 +15,7 @@ SPEC = registry.register(registry.ProtocolSpec(
     document="rabbitmq-stream-protocol.adoc",
     requirement_prefix="RMQS-",
     default_port=DEFAULT_PORT,
-    make_decoder=lambda limits=None, origin=None: codec.Decoder(limits, origin=origin),
+    make_decoder=lambda limits=None, origin=None, profile=None: codec.Decoder(limits, origin=origin),
     encode=codec.encode,
     frame_to_dict=codec.frame_to_dict,
     session_class=StreamSession,

@@ -1,0 +1,154 @@
+"""The suite's WebSocket client (RFC 6455), small and synchronous, so a test keeps the same
+send/expect/transcript vocabulary over a WebSocket as over raw TCP.
+
+Only what a conformance client needs: the opening handshake (with ``Sec-WebSocket-Accept``
+checked), masked client frames, text or binary data messages (fragmented ones reassembled),
+answers to pings, and the closing handshake. Every read has the caller's timeout. The
+transcript records the messages' payloads (the protocol under test), not the WebSocket
+framing around them.
+
+Also here: ``negotiate`` (SignalR's ``POST {hub}/negotiate``) over ``http.client``.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.client
+import json
+import os
+import socket
+import struct
+from typing import Optional
+from urllib.parse import urlsplit
+
+_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"       # RFC 6455 section 1.3
+OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
+#: Largest message the suite accepts from a target (a bound, not a protocol limit).
+MAX_MESSAGE = 64 * 1024 * 1024
+MAX_HEADERS = 64 * 1024
+
+
+class WebSocketError(Exception):
+    """The peer broke RFC 6455 or refused the upgrade."""
+
+
+def accept_key(key: str) -> str:
+    return base64.b64encode(hashlib.sha1((key + _GUID).encode()).digest()).decode()
+
+
+def encode_frame(opcode: int, payload: bytes, fin: bool = True, mask: Optional[bytes] = None) -> bytes:
+    """A client frame (always masked, RFC 6455 section 5.3)."""
+    mask = mask if mask is not None else os.urandom(4)
+    head = bytearray([(0x80 if fin else 0) | opcode])
+    n = len(payload)
+    if n < 126:
+        head.append(0x80 | n)
+    elif n < 1 << 16:
+        head.append(0x80 | 126)
+        head += struct.pack("!H", n)
+    else:
+        head.append(0x80 | 127)
+        head += struct.pack("!Q", n)
+    head += mask
+    masked = bytes(b ^ mask[i & 3] for i, b in enumerate(payload)) if n < 64 else _mask(payload, mask)
+    return bytes(head) + masked
+
+
+def _mask(payload: bytes, mask: bytes) -> bytes:
+    n = len(payload)
+    key = int.from_bytes((mask * (n // 4 + 1))[:n], "big")
+    return (int.from_bytes(payload, "big") ^ key).to_bytes(n, "big")
+
+
+class FrameReader:
+    """Incremental reader of server frames (unmasked). ``feed`` returns (opcode, payload) for
+    each complete frame."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[tuple[int, bool, bytes]]:
+        self._buf += data
+        out = []
+        while True:
+            buf = self._buf
+            if len(buf) < 2:
+                return out
+            fin, opcode = bool(buf[0] & 0x80), buf[0] & 0x0F
+            if buf[1] & 0x80:
+                raise WebSocketError("server frame is masked (RFC 6455 5.1)")
+            n, pos = buf[1] & 0x7F, 2
+            if n == 126:
+                if len(buf) < 4:
+                    return out
+                n, pos = struct.unpack_from("!H", buf, 2)[0], 4
+            elif n == 127:
+                if len(buf) < 10:
+                    return out
+                n, pos = struct.unpack_from("!Q", buf, 2)[0], 10
+            if n > MAX_MESSAGE:
+                raise WebSocketError(f"frame of {n} bytes exceeds the suite's limit")
+            if len(buf) < pos + n:
+                return out
+            out.append((opcode, fin, bytes(buf[pos:pos + n])))
+            del buf[:pos + n]
+
+
+def open_socket(url: str, timeout: float, headers: Optional[dict] = None) -> tuple[socket.socket, bytes]:
+    """Connect and upgrade; returns the socket and any bytes read past the response headers."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    sock = socket.create_connection((host, port), timeout=timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    key = base64.b64encode(os.urandom(16)).decode()
+    lines = [f"GET {path} HTTP/1.1", f"Host: {host}:{port}", "Upgrade: websocket",
+             "Connection: Upgrade", f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13"]
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    try:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        response = bytearray()
+        while b"\r\n\r\n" not in response:
+            chunk = sock.recv(4096)
+            if not chunk:
+                raise WebSocketError("connection closed during the WebSocket upgrade")
+            response += chunk
+            if len(response) > MAX_HEADERS:
+                raise WebSocketError("upgrade response headers too long")
+    except socket.timeout:
+        sock.close()
+        raise WebSocketError(f"no upgrade response within {timeout:g} s") from None
+    except (OSError, WebSocketError):
+        sock.close()
+        raise
+    head, _, rest = bytes(response).partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    fields = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines)}
+    status = status_line.split(" ", 2)
+    if len(status) < 2 or status[1] != "101":
+        sock.close()
+        raise WebSocketError(f"upgrade refused: {status_line!r}")
+    if fields.get("sec-websocket-accept") != accept_key(key):
+        sock.close()
+        raise WebSocketError("wrong Sec-WebSocket-Accept")
+    return sock, rest
+
+
+def negotiate(url: str, timeout: float, version: Optional[int] = 1) -> dict:
+    """SignalR negotiate (SPEC_NOTES: ``POST {hub}/negotiate?negotiateVersion=1``, empty body)."""
+    parts = urlsplit(url)
+    conn_class = http.client.HTTPSConnection if parts.scheme in ("https", "wss") else http.client.HTTPConnection
+    conn = conn_class(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+    path = parts.path.rstrip("/") + "/negotiate" + ("" if version is None else f"?negotiateVersion={version}")
+    try:
+        conn.request("POST", path, body=b"", headers={"Content-Length": "0"})
+        response = conn.getresponse()
+        body = response.read(MAX_HEADERS)
+    finally:
+        conn.close()
+    if response.status != 200:
+        raise WebSocketError(f"negotiate answered HTTP {response.status}")
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise WebSocketError(f"negotiate answer is not JSON: {body[:80]!r}") from None

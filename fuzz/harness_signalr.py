@@ -1,0 +1,118 @@
+"""Shared bodies of the SignalR atheris targets (STYLE.md point 8), over fuzz/harness.py's read
+sizes and the invariant functions of conformance/strategies/invariants.py.
+
+A seed is a whole stream as a client sends it: the JSON handshake record, then hub messages in
+the protocol it names (fuzz/corpora/signalr-json/, fuzz/corpora/signalr-msgpack/). Each helper
+decodes the input whole and in reads chosen by its first bytes with several decoders (the
+registry's default one, which reads the handshake and guesses who sent it; and the hub protocol
+alone in both profiles, from either side), asserts they agree, and that every message decoded
+survives encode/decode. :class:`FrameError` is the only exception a decoder may raise (turned
+into a result by the invariant functions); anything else propagates as a crash.
+"""
+from __future__ import annotations
+
+from conformance.strategies.invariants import assert_same, decode_chunked, decode_whole
+from fuzz.harness import read_sizes
+from reference_impl.core import registry
+from reference_impl.core.errors import FrameError
+from reference_impl.signalr import codec
+from reference_impl.signalr.constants import JSON, RECORD_SEPARATOR
+from reference_impl.signalr.messages import HANDSHAKE_MESSAGES, HandshakeRequest
+
+PROFILES = ("v1", "draft")
+
+
+class SignalRSpec:
+    """What the invariant functions need of a registry spec, for a decoder with fixed options
+    (the registry's default when none are given)."""
+
+    id = "signalr"
+
+    def __init__(self, **options) -> None:
+        self.options = options
+        self.protocol = options.get("protocol") or JSON
+        self.profile = options.get("profile", "v1")
+
+    def make_decoder(self, limits=None, origin=None):
+        return codec.Decoder(limits, **self.options)
+
+    def encode(self, message) -> bytes:
+        return codec.encode(message, self.protocol, self.profile)
+
+    frame_to_dict = staticmethod(codec.frame_to_dict)
+
+
+DEFAULT = SignalRSpec()
+
+
+def spec_or_standin(protocol: str):
+    """The registered spec of ``protocol``; for SignalR, :data:`DEFAULT` until it is registered."""
+    try:
+        return registry.get(protocol)
+    except KeyError:
+        if protocol != "signalr":
+            raise
+        return DEFAULT
+
+
+def split_agrees(data: bytes, spec) -> list:
+    """Whole and chunked decoding agree; returns the messages decoded whole. Compared by
+    ``repr`` first: a MessagePack NaN decodes twice to two floats that are not equal."""
+    whole = decode_whole(data, spec)
+    chunked = decode_chunked(data, read_sizes(data), spec)
+    if repr(chunked) != repr(whole):
+        assert_same(whole, chunked, "chunked")
+    return whole.frames
+
+
+def after_handshake(data: bytes) -> bytes:
+    """What follows the first record separator (the hub messages of a seed)."""
+    end = data.find(RECORD_SEPARATOR)
+    return data[end + 1:] if end >= 0 else data
+
+
+def _survives(message, protocol: str, profile: str) -> None:
+    """``message`` re-encodes, and its bytes decode to a message that encodes to the same bytes
+    (bytes, not equality: a MessagePack NaN is a value but never equal to itself)."""
+    codec.frame_to_dict(message)
+    wire = codec.encode(message, protocol, profile)
+    if isinstance(message, HANDSHAKE_MESSAGES):      # the same in both profiles
+        origin = "client" if isinstance(message, HandshakeRequest) else "server"
+        again = decode_whole(wire, SignalRSpec(origin=origin))
+    else:
+        again = decode_whole(wire, SignalRSpec(protocol=protocol, profile=profile, handshake=False))
+    assert again.ok and len(again.frames) == 1, f"{message} does not survive encode/decode: {again}"
+    assert codec.encode(again.frames[0], protocol, profile) == wire, f"{message} re-encodes differently"
+
+
+def check_stream(data: bytes, spec: SignalRSpec) -> None:
+    """Whole and chunked decoding agree, and every message decoded survives encode/decode in
+    the hub protocol the decoder read it in (the one the handshake named, or it guessed)."""
+    messages = split_agrees(data, spec)
+    decoder = spec.make_decoder()
+    try:
+        decoder.feed(data)
+    except FrameError:
+        pass                                         # the messages before it are checked
+    protocol = decoder.hub_protocol or JSON
+    for message in messages:
+        _survives(message, protocol, spec.profile)
+
+
+def stream_one_input(data: bytes, protocol: str) -> None:
+    """``data`` as a stream with its handshake (the registry's default decoder), then its hub
+    messages alone in ``protocol`` in both profiles, as sent by a client and by a server."""
+    check_stream(data, DEFAULT)
+    body = after_handshake(data)
+    for profile in PROFILES:
+        for origin in ("client", "server"):
+            check_stream(body, SignalRSpec(protocol=protocol, profile=profile, origin=origin,
+                                           handshake=False))
+
+
+def handshake_one_input(data: bytes) -> None:
+    """``data`` from its first byte, read as a client's, a server's, or either's (guessed), in
+    both profiles (a draft server sends no handshake: codec.py)."""
+    for profile in PROFILES:
+        for origin in ("client", "server", None):
+            check_stream(data, SignalRSpec(profile=profile, origin=origin))

@@ -1,0 +1,206 @@
+"""The SignalR codec: a handshake, then hub messages in the negotiated protocol.
+
+``Decoder`` reads one direction of a connection (raw TCP, or the payloads of a WebSocket's
+messages concatenated). It starts with the JSON handshake record unless told otherwise, then
+switches to the hub protocol: the one the handshake request names (bytes from the client), or
+the one it is given (bytes from the server, whose ``{}`` does not say). Reading the server side
+without knowing the protocol, it looks at the first byte after the handshake: JSON messages
+begin with ``{`` then a quote or whitespace; a MessagePack record never does (its body starts
+with an array header).
+
+Errors (:mod:`reference_impl.core.errors`): framing errors (too long, VarInt too wide) are
+sticky, a bad message is not (the records around it are intact), so the session decides
+whether to close. Nothing else escapes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Optional
+
+from ..core.decoding import IncrementalDecoder, decode_all as _decode_all
+from ..core.errors import Category, FrameError, PayloadError
+from ..core.limits import Limits
+from . import json_protocol, msgpack_protocol
+from .constants import HUB_PROTOCOLS, JSON, MAX_PAYLOAD, MESSAGEPACK, PROTOCOL
+from .framing import BINARY, TEXT, RecordReader
+from .messages import HandshakeRequest, HandshakeResponse
+
+
+@dataclass(frozen=True, slots=True)
+class SignalRLimits(Limits):
+    """``max_frame_size``: the longest record (JSON text without its separator, or MessagePack
+    body). The document's ceiling is 2 GB; the reference hub lowers it (its receive limit).
+    ``strict_varint``: refuse non-minimal VarInt lengths."""
+    max_frame_size: int = MAX_PAYLOAD
+    strict_varint: bool = False
+
+
+#: Bytes a JSON text may start with (whitespace, then the object).
+_JSON_START = (b"{", b" ", b"\t", b"\r", b"\n")
+
+_PARSERS = {JSON: json_protocol.parse_message, MESSAGEPACK: msgpack_protocol.parse_message}
+_ENCODERS = {JSON: json_protocol.encode_message, MESSAGEPACK: msgpack_protocol.encode_message}
+
+
+def encode(message, protocol: str = JSON, profile: str = "v1") -> bytes:
+    """One message with its framing (handshake messages are always JSON)."""
+    if isinstance(message, (HandshakeRequest, HandshakeResponse)):
+        return json_protocol.encode_handshake(message)
+    try:
+        return _ENCODERS[protocol](message, profile)
+    except KeyError:
+        raise ValueError(f"unknown hub protocol {protocol!r}") from None
+
+
+def parse_record(record: bytes, protocol: str, profile: str = "v1", offset: int = 0):
+    """One record's body (without framing) as a hub message."""
+    return _PARSERS[protocol](record, offset, profile)
+
+
+class Decoder(IncrementalDecoder):
+    """``origin``: who sent the bytes ("client", "server" or None = guess from the handshake).
+    ``protocol``: the hub protocol when known ("json"/"messagepack"); ``handshake=False`` reads
+    hub messages from the first byte (a stream captured after the handshake)."""
+
+    protocol = PROTOCOL
+
+    def __init__(self, limits: Optional[SignalRLimits] = None, *, origin: Optional[str] = None,
+                 protocol: Optional[str] = None, profile: str = "v1", handshake: bool = True) -> None:
+        if protocol is not None and protocol not in HUB_PROTOCOLS:
+            raise ValueError(f"unknown hub protocol {protocol!r}")
+        self.limits = limits or SignalRLimits()
+        self.origin = origin
+        self.profile = profile
+        self.hub_protocol = protocol
+        # The draft defines no handshake response: a draft server's first bytes are messages.
+        self.handshake_done = not handshake or (profile == "draft" and origin == "server")
+        self._buf = RecordReader(self.limits.max_frame_size, bool(self.limits.strict_varint))
+        self._closed_by_handshake = False
+        if self.handshake_done:
+            self._switch()
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    @property
+    def _error(self) -> Optional[FrameError]:
+        """The sticky stream error (IncrementalDecoder.eof: no TRUNCATED after it)."""
+        return self._buf.error
+
+    @property
+    def broken(self) -> bool:
+        return self._buf.error is not None
+
+    def receive(self, data) -> None:
+        self._buf.feed(data)
+
+    def _switch(self) -> None:
+        if self.hub_protocol is not None:
+            self._buf.mode = TEXT if self.hub_protocol == JSON else BINARY
+
+    def next_frame(self):
+        buf = self._buf
+        if self.handshake_done and self.hub_protocol is None:
+            if not self._detect():
+                return None
+        if self._closed_by_handshake and len(buf):
+            error = PayloadError(f"{len(buf)} bytes after a failed handshake",
+                                 category=Category.TRAILING_BYTES, protocol=PROTOCOL, offset=buf.offset)
+            buf.error = error
+            raise error
+        if not self.handshake_done and self.origin is None and len(buf) and buf.peek(1) not in _JSON_START:
+            self.handshake_done = True            # unknown origin and not JSON: MessagePack, no handshake
+            if not self._detect():
+                return None
+        got = buf.next_record()
+        if got is None:
+            return None
+        offset, record = got
+        if self.handshake_done:
+            return _PARSERS[self.hub_protocol](record, offset, self.profile)
+        return self._handshake(record, offset)
+
+    def _handshake(self, record: bytes, offset: int):
+        origin = self.origin
+        if origin is None:
+            obj = json_protocol.load_object(record, offset, "handshake")
+            if "type" in obj and "protocol" not in obj:
+                # Not a handshake at all: a capture (or a pasted message) that starts after it.
+                self.handshake_done = True
+                self.hub_protocol = self.hub_protocol or JSON
+                self._switch()
+                return _PARSERS[self.hub_protocol](record, offset, self.profile)
+            origin = "client" if json_protocol.guess_handshake(obj) == "request" else "server"
+        if origin == "client":
+            message = json_protocol.parse_handshake_request(record, offset, self.profile)
+            self.handshake_done = True
+            if message.protocol in HUB_PROTOCOLS:
+                self.hub_protocol = message.protocol
+                self._switch()
+            else:
+                self._closed_by_handshake = True     # the server answers with an error and closes
+            return message
+        message = json_protocol.parse_handshake_response(record, offset, self.profile)
+        self.handshake_done = True
+        if message.error is not None:
+            self._closed_by_handshake = True
+        self._switch()
+        return message
+
+    def _detect(self) -> bool:
+        """Guess the server's hub protocol from the first bytes after its handshake."""
+        head = self._buf.peek(2)
+        if not head:
+            return False
+        if head[0:1] in (b"{", b" ", b"\t", b"\r", b"\n"):
+            if len(head) < 2:
+                return False
+            # JSON text is whitespace then ``{`` then a quote, ``}`` or whitespace; a record
+            # length of 9, 10, 13, 32 or 123 is followed by a MessagePack array header.
+            follow = b'"} \t\r\n' if head[0:1] == b"{" else b"{ \t\r\n"
+            self.hub_protocol = JSON if head[1:2] in follow else MESSAGEPACK
+        else:
+            self.hub_protocol = MESSAGEPACK
+        self._switch()
+        return True
+
+
+def decode_all(data: bytes, limits: Optional[SignalRLimits] = None, **options) -> list:
+    """Every message of a complete byte string; the first error raises (with ``frames``)."""
+    return _decode_all(Decoder(limits, **options), data)
+
+
+def make_decoder(limits=None, origin=None, protocol=None, profile=None, handshake: bool = True):
+    """Registry factory: ``profile`` None means v1."""
+    return Decoder(limits, origin=origin, protocol=protocol, profile=profile or "v1",
+                   handshake=handshake)
+
+
+# --- views ------------------------------------------------------------------------------------
+
+def _jsonable(value):
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"hex": bytes(value).hex()}
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return repr(value)
+
+
+def frame_to_dict(message) -> dict:
+    """JSON-friendly view for the CLI and transcripts."""
+    out: dict = {"type": type(message).__name__}
+    for fl in fields(message):
+        value = getattr(message, fl.name)
+        if fl.name in ("headers", "stream_ids", "allow_reconnect") and value is None:
+            continue
+        if fl.name == "nonblocking" and not value:
+            continue
+        if type(message).__name__ == "Completion" and fl.name == "result" and not message.has_result:
+            continue
+        out[fl.name] = _jsonable(value)
+    return out

@@ -1,0 +1,59 @@
+"""SignalR hubs that break one rule each, to prove the suite notices (served over raw TCP)."""
+from __future__ import annotations
+
+from reference_impl.core.server import SessionServer
+from reference_impl.signalr.hub import HubState
+from reference_impl.signalr.messages import Completion, HandshakeRequest, StreamItem
+from reference_impl.signalr.session import HubConfig, HubSession
+
+
+class StreamsSingleResults(HubSession):
+    """Sends Add's result as a StreamItem before the Completion (SIGR-INV-003)."""
+
+    def _call(self, method, iid, arguments, now, out):
+        if method.name == "Add" and iid is not None:
+            out.append(StreamItem(iid, sum(arguments)))
+        super()._call(method, iid, arguments, now, out)
+
+
+class NoHandshakeResponse(HubSession):
+    """Never answers the handshake (SIGR-HS-004)."""
+
+    def _handshake(self, message, out):
+        before = len(out)
+        super()._handshake(message, out)
+        if self.phase == "open":
+            del out[before:]
+
+
+class AcceptsAnyProtocol(HubSession):
+    """Answers {} to a protocol it does not have, then speaks JSON (SIGR-HS-002)."""
+
+    def _handshake(self, message, out):
+        if isinstance(message, HandshakeRequest) and message.protocol not in self.config.protocols:
+            message = HandshakeRequest("json", message.version)
+        super()._handshake(message, out)
+
+
+class StreamEndsWithResult(HubSession):
+    """Ends a stream with a Completion carrying a result (SIGR-STR-002)."""
+
+    def _end_stream(self, iid, error):
+        if error is None and self.profile != "draft":
+            return Completion.with_result(iid, "last")
+        return super()._end_stream(iid, error)
+
+
+class IgnoresProtocolErrors(HubSession):
+    """Skips a malformed message instead of closing (SIGR-ERR-006)."""
+
+    def _protocol_error(self, out, category, message):
+        if self.phase == "open":
+            self.errors.append((category, message))
+            return
+        super()._protocol_error(out, category, message)
+
+
+def raw_server(session_class, profile: str = "v1") -> SessionServer:
+    state = HubState()
+    return SessionServer(lambda: session_class(HubConfig(profile=profile), state=state))

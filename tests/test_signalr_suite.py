@@ -1,0 +1,58 @@
+"""The SignalR suite as a CI gate: it passes against the reference hub over raw TCP (the
+embedded run of conformance/suites/signalr covers HTTP + WebSocket) and fails, naming the
+requirement, against hubs that break one rule each (tests/signalr_faulty.py)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from reference_impl.core.server import ThreadedServer
+from reference_impl.signalr.broker import make_broker
+
+from .signalr_faulty import (AcceptsAnyProtocol, IgnoresProtocolErrors, NoHandshakeResponse,
+                             StreamEndsWithResult, StreamsSingleResults, raw_server)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def check(target: str, *extra, report=None, timeout=240):
+    cmd = [sys.executable, "-m", "conformance.cli", "check", "--protocol", "signalr", "--target", target]
+    if report:
+        cmd += ["--report", str(report)]
+    cmd += list(extra)
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("profile", ["v1", "draft"])
+def test_suite_passes_over_raw_tcp(tmp_path, profile):
+    with ThreadedServer(make_broker(profile=profile)) as server:
+        raw = server.server.raw_port
+        result = check(f"127.0.0.1:{raw}", "--profile", profile, "--", "-m", "not slow",
+                       report=tmp_path / "r.json")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    doc = json.loads((tmp_path / "r.json").read_text())
+    verdicts = {t["verdict"] for t in doc["tests"]}
+    assert verdicts <= {"PASS", "SKIPPED", "UNIMPLEMENTED"}, verdicts
+    assert doc["summary"]["signalr"]["counts"]["PASS"] > 150
+
+
+@pytest.mark.parametrize("session_class,selection,requirement", [
+    (StreamsSingleResults, "test_single_result_in_one_completion", "SIGR-INV-003"),
+    (NoHandshakeResponse, "test_handshake_then_the_chosen_protocol", "SIGR-HS-004"),
+    (AcceptsAnyProtocol, "test_unsupported_protocol_is_refused_and_closed", "SIGR-HS-002"),
+    (StreamEndsWithResult, "test_stream_items_then_end", "SIGR-STR-002"),
+    (IgnoresProtocolErrors, "test_completion_with_result_and_error", "SIGR-ERR-006"),
+])
+def test_one_broken_rule_fails_and_names_the_requirement(tmp_path, session_class, selection, requirement):
+    report = tmp_path / "r.json"
+    with ThreadedServer(raw_server(session_class)) as server:
+        result = check(f"127.0.0.1:{server.address[1]}", "--timeout", "0.5", "--", "-k", selection,
+                       report=report)
+    assert result.returncode == 1, result.stdout[-3000:]
+    doc = json.loads(report.read_text())
+    failed = [t for t in doc["tests"] if t["verdict"] in ("FAIL", "TIMEOUT")]
+    assert failed and all(requirement in t["requirements"] for t in failed), doc["tests"]
+    assert all(t["transcript"] for t in failed)
+    assert requirement in doc["summary"]["signalr"]["failing_requirements"]
