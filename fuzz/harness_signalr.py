@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from conformance.strategies.invariants import assert_same, decode_chunked, decode_whole
 from fuzz.harness import read_sizes
-from reference_impl.core import registry
 from reference_impl.core.errors import FrameError
 from reference_impl.signalr import codec
 from reference_impl.signalr.constants import JSON, RECORD_SEPARATOR
@@ -43,16 +42,6 @@ class SignalRSpec:
 
 
 DEFAULT = SignalRSpec()
-
-
-def spec_or_standin(protocol: str):
-    """The registered spec of ``protocol``; for SignalR, :data:`DEFAULT` until it is registered."""
-    try:
-        return registry.get(protocol)
-    except KeyError:
-        if protocol != "signalr":
-            raise
-        return DEFAULT
 
 
 def split_agrees(data: bytes, spec) -> list:

@@ -27,7 +27,8 @@ class FuzzTarget:
     corpus: str          # fuzz/corpora/<corpus>; crashers in fuzz/crashers/<corpus>
     dictionary: str      # fuzz/dictionaries/<dictionary>
     protocol: str        # registry id of the protocol it exercises
-    seeds: str = "stream"    # a seed is a whole "stream" of frames, or one Osiris "chunk"
+    seeds: str = "stream"    # a seed is a whole "stream" of frames, one Osiris "chunk", or a
+                             # client "session" (a profile marker may follow it)
 
 
 TARGETS = {t.name: t for t in (
@@ -44,6 +45,8 @@ TARGETS = {t.name: t for t in (
                "signalr"),
     FuzzTarget("signalr_handshake", "fuzz.fuzz_signalr_handshake", "signalr-json", "signalr.dict",
                "signalr"),
+    FuzzTarget("signalr_session", "fuzz.fuzz_signalr_session", "signalr-session", "signalr.dict",
+               "signalr", seeds="session"),
 )}
 
 

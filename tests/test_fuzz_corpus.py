@@ -7,15 +7,18 @@ from pathlib import Path
 import pytest
 
 from conformance.strategies.invariants import decode_whole
-from fuzz.harness_signalr import spec_or_standin
 from fuzz.run_smoke import TARGETS, run_target
+from reference_impl.core import registry
+from reference_impl.core.errors import FrameError
+from reference_impl.signalr import codec as signalr_codec
+from reference_impl.signalr.messages import HandshakeRequest
 from reference_impl.rabbitmq_stream.chunk import ChunkType, parse_chunk
 
 FUZZ = Path(__file__).resolve().parent.parent / "fuzz"
 ENTRY_POINTS = {name: importlib.import_module(t.module).TestOneInput for name, t in TARGETS.items()}
 #: Seeds each corpus must have at least (the document's samples, sessions, real captures...).
 MIN_SEEDS = {"blipmq": 9, "rabbitmq-stream": 40, "rabbitmq-stream-chunk": 10, "signalr-json": 15,
-             "signalr-msgpack": 15}
+             "signalr-msgpack": 15, "signalr-session": 8}
 
 
 def _files(folder: Path) -> list[Path]:
@@ -29,12 +32,22 @@ CRASHERS = {c: _files(FUZZ / "crashers" / c) for c in CORPORA}
 
 def _seed_problem(target, data: bytes):
     """Why ``data`` is not a valid seed of ``target``'s kind, or None."""
+    if target.seeds == "session":
+        # A client's side of a session: it must open with a handshake request (what follows
+        # may be an error path on purpose); a last byte "D" asks for the draft profile.
+        profile = "draft" if data[-1:] == b"D" else "v1"
+        decoder = signalr_codec.Decoder(origin="client", profile=profile)
+        try:
+            first = decoder.feed(data[:data.find(b"\x1e") + 1])
+        except FrameError as exc:
+            return f"the handshake does not decode: {exc}"
+        return None if first and isinstance(first[0], HandshakeRequest) else "no handshake request first"
     if target.seeds == "chunk":
         chunk = parse_chunk(data)
         if chunk.chunk_type == ChunkType.USER and len(chunk.messages()) != chunk.num_records:
             return "records do not add up"
         return None
-    result = decode_whole(data, spec_or_standin(target.protocol))
+    result = decode_whole(data, registry.get(target.protocol))
     return None if result.ok and result.frames else str(result)
 
 

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from conformance.strategies import signalr as S
 from conformance.strategies.invariants import assert_split_invariant, decode_whole
-from reference_impl.core import registry
 from reference_impl.core.errors import Category, FrameError
 from reference_impl.signalr import codec
 from reference_impl.signalr.codec import SignalRLimits
@@ -21,7 +20,6 @@ from reference_impl.signalr.constants import JSON, MESSAGEPACK
 from reference_impl.signalr.framing import encode_varint, frame_binary
 from reference_impl.signalr.messages import (HandshakeRequest, HandshakeResponse, Invocation,
                                              PROFILE_MESSAGES, StreamItem)
-from tests import test_codec_properties as generic
 
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SMALL = settings(FAST, max_examples=30)
@@ -290,23 +288,7 @@ def test_arbitrary_bytes_after_handshake_only_frame_error(head, data, blob):
         assert result.frames, result                        # the handshake itself decoded
 
 
-# --- the registry-wide properties, until SignalR is registered -----------------------------------
-
-GENERIC = ["test_valid_stream_any_split", "test_error_any_split_same_category_offset_and_frames",
-           "test_stream_cut_inside_a_frame_is_truncated", "test_arbitrary_bytes_only_frame_error",
-           "test_valid_prefix_with_bytes_appended"]
-
-
-def _registered() -> bool:
-    return any(spec.id == "signalr" for spec in registry.all_protocols())
-
-
-@pytest.mark.parametrize("name", GENERIC)
-def test_generic_codec_properties(name):
-    if _registered():
-        pytest.skip("tests/test_codec_properties.py runs them on the registered spec")
-    getattr(generic, name)(spec=DEFAULT)
-
+# --- the registry's default decoder ---------------------------------------------------------
 
 def test_default_decoder_reads_the_generic_streams():
     stream = [HandshakeRequest(JSON, 1), Invocation("Echo", [1, "x"], "0")]

@@ -20,8 +20,8 @@ from typing import Optional
 from ..core.decoding import IncrementalDecoder, decode_all as _decode_all
 from ..core.errors import Category, FrameError, PayloadError
 from ..core.limits import Limits
-from . import json_protocol, msgpack_protocol
-from .constants import HUB_PROTOCOLS, JSON, MAX_PAYLOAD, MESSAGEPACK, PROTOCOL
+from . import fastpath, json_protocol, msgpack_protocol
+from .constants import HUB_PROTOCOLS, JSON, MAX_PAYLOAD, MESSAGEPACK, PROTOCOL, RS
 from .framing import BINARY, TEXT, RecordReader
 from .messages import HandshakeRequest, HandshakeResponse
 
@@ -76,12 +76,20 @@ class Decoder(IncrementalDecoder):
         self.handshake_done = not handshake or (profile == "draft" and origin == "server")
         self._buf = RecordReader(self.limits.max_frame_size, bool(self.limits.strict_varint))
         self._closed_by_handshake = False
+        # Records cut in one batch and not yet parsed: bodies, their offsets (binary) or the
+        # first one's (text: the rest follow from the lengths), and the next index.
+        self._pending: list[bytes] = []
+        self._pending_messages: list = []
+        self._pending_offsets: Optional[list[int]] = None
+        self._pending_start = 0
+        self._pending_next = 0
         if self.handshake_done:
             self._switch()
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        pending = sum(len(b) for b in self._pending[self._pending_next:])
+        return len(self._buf) + pending
 
     @property
     def _error(self) -> Optional[FrameError]:
@@ -99,7 +107,69 @@ class Decoder(IncrementalDecoder):
         if self.hub_protocol is not None:
             self._buf.mode = TEXT if self.hub_protocol == JSON else BINARY
 
+    def feed(self, data) -> list:
+        """Buffer ``data`` and return every whole message. After the handshake, records are
+        cut in one pass and well-formed v1 messages take the fast path (:mod:`.fastpath`);
+        anything else is parsed carefully, so messages and errors are the same either way. On
+        an error, the messages before it are on the exception's ``frames`` and the records
+        after it stay for the next call."""
+        self._buf.feed(data)
+        out: list = []
+        try:
+            while True:
+                if self._pending:
+                    self._parse_pending(out)
+                    continue
+                if self._fast():
+                    start, batch, offsets = self._buf.take_records()
+                    if batch:
+                        if self.hub_protocol == JSON:
+                            messages = fastpath.json_v1_batch(batch)
+                        else:
+                            messages = fastpath.msgpack_v1_batch(batch)
+                        if None not in messages:
+                            out += messages
+                            continue
+                        self._pending = batch.split(RS) if self.hub_protocol == JSON else batch
+                        self._pending_messages, self._pending_offsets = messages, offsets
+                        self._pending_start, self._pending_next = start, 0
+                        continue
+                message = self.next_frame()
+                if message is None:
+                    return out
+                out.append(message)
+        except FrameError as exc:
+            exc.frames = out
+            raise
+
+    def _fast(self) -> bool:
+        """Whether this stream's records now take the fast path (v1, after the handshake)."""
+        return self.handshake_done and self.profile == "v1" and not self._closed_by_handshake \
+            and self.hub_protocol is not None
+
+    def _parse_pending(self, out: list) -> None:
+        while self._pending:
+            out.append(self._next_pending())
+
+    def _next_pending(self):
+        """The next message of the batch cut earlier (its fast result, or the careful parse,
+        which may raise: the index is past the record first, so the rest stays)."""
+        bodies, messages, i = self._pending, self._pending_messages, self._pending_next
+        self._pending_next = i + 1
+        if i + 1 >= len(bodies):
+            self._pending = []
+        message = messages[i]
+        if message is None:
+            if self._pending_offsets is not None:
+                offset = self._pending_offsets[i]
+            else:
+                offset = self._pending_start + sum(len(b) + 1 for b in bodies[:i])
+            message = _PARSERS[self.hub_protocol](bodies[i], offset, self.profile)
+        return message
+
     def next_frame(self):
+        if self._pending:
+            return self._next_pending()
         buf = self._buf
         if self.handshake_done and self.hub_protocol is None:
             if not self._detect():

@@ -88,6 +88,74 @@ class RecordReader:
             return None
         return self._next_text() if self.mode == TEXT else self._next_binary()
 
+    def take_records(self) -> tuple[int, list[bytes] | bytes, list[int] | None]:
+        """Every whole record buffered, cut in one pass: (stream offset of the first, bodies,
+        offsets of each). Binary mode: a list of bodies and their offsets. Text mode: one
+        ``bytes`` block, the records joined by 0x1E (the last one's separator dropped), and
+        None (offsets follow from the lengths): a JSON reader takes the block whole. Stops
+        before a record :meth:`next_record` would refuse (too long, a bad VarInt), so that
+        call raises it; empty when no whole record is there."""
+        if self.error is not None:
+            raise self.error
+        if self._pos == len(self._buf):
+            return self.offset, [], None
+        return self._take_text() if self.mode == TEXT else self._take_binary()
+
+    def _take_text(self):
+        buf, pos = self._buf, self._pos
+        last = buf.rfind(RECORD_SEPARATOR, pos + self._scanned)
+        start = self.offset
+        if last <= pos:                      # none whole, or one empty record: read it singly
+            return start, b"", None
+        with memoryview(buf) as view:
+            block = bytes(view[pos:last])
+        stop = last + 1
+        if last - pos > self.max_size:
+            limit, at = self.max_size, 0
+            for body in block.split(RS):
+                if len(body) > limit:                 # the records before it, then the error
+                    block = block[:max(at - 1, 0)]
+                    stop = pos + at
+                    break
+                at += len(body) + 1
+            if stop == pos:
+                return start, b"", None
+        self._consume(stop)
+        return start, block, None
+
+    def _take_binary(self):
+        buf, pos = self._buf, self._pos
+        end, limit = len(buf), self.max_size
+        bodies: list[bytes] = []
+        offsets: list[int] = []
+        base = self._base
+        with memoryview(buf) as view:
+            while pos < end:
+                first = buf[pos]
+                if first < 0x80:
+                    size, width = first, 1
+                else:
+                    size = width = 0
+                    for i in range(MAX_VARINT_BYTES):   # a careful read decides anything odd
+                        if pos + i >= end:
+                            break
+                        byte = buf[pos + i]
+                        size |= (byte & 0x7F) << (7 * i)
+                        if not byte & 0x80:
+                            width = i + 1
+                            break
+                    if not width or size > MAX_PAYLOAD or (self.strict_varint and byte == 0):
+                        break
+                stop = pos + width + size
+                if size > limit or stop > end:
+                    break
+                offsets.append(base + pos)
+                bodies.append(bytes(view[pos + width:stop]))
+                pos = stop
+        if bodies:
+            self._consume(pos)
+        return (offsets[0] if offsets else self.offset), bodies, offsets
+
     # -- text ------------------------------------------------------------------------------
 
     def _next_text(self):

@@ -42,6 +42,31 @@ def _finite_float(text: str) -> float:
 #: text has an escape at all.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
+#: Deepest nesting of arrays and objects accepted: a bound of the kit's own (the document
+#: sets none; a recursive reader must stop somewhere, and where must not depend on the stack:
+#: well below Python's recursion limit and orjson's 1024). Only a record with more opening
+#: brackets than this is scanned, so ordinary records pay nothing.
+MAX_DEPTH = 500
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+
+
+def too_deep(record: bytes) -> bool:
+    """Whether ``record`` nests deeper than MAX_DEPTH (strings skipped; only records with
+    that many brackets are scanned)."""
+    if record.count(b"[") + record.count(b"{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    for match in _TOKENS.finditer(record):
+        token = match.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif token in (b"]", b"}"):
+            depth -= 1
+    return False
+
+
 _decoder = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite_float)
 _decode = _decoder.decode
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -54,6 +79,8 @@ def load_object(record: bytes, offset: int, what: str = "message") -> dict:
         text = record.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise f.bad(f"{what} is not UTF-8: {exc.reason}", Category.BAD_ENCODING, offset + exc.start) from None
+    if too_deep(record):
+        raise f.bad(f"{what} nests deeper than {MAX_DEPTH}", Category.BAD_VALUE, offset)
     try:
         obj = _decode(text)
     except json.JSONDecodeError as exc:

@@ -1,4 +1,8 @@
-"""Hub messages as immutable values, the same for both encodings and both profiles.
+"""Hub messages as values, the same for both encodings and both profiles.
+
+They are treated as immutable but not declared ``frozen``: a frozen dataclass sets each field
+through ``object.__setattr__``, which made building a message the largest cost of decoding a
+small one (3x slower; benchmarks/bench_signalr_decode.py).
 
 A field a profile does not have keeps its default (``headers`` None, ``stream_ids`` None,
 ``nonblocking`` False); the encoders refuse a message the profile cannot express. ``None``
@@ -12,20 +16,20 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HandshakeRequest:
     """The first message from the client, always JSON ("Overview"; SPEC_NOTES: ``version``)."""
     protocol: str
     version: Optional[int] = 1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HandshakeResponse:
     """``{}`` on success, ``{"error": "..."}`` before the server closes (SPEC_NOTES)."""
     error: Optional[str] = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Invocation:
     """Type 1. ``invocation_id`` None: non-blocking (v1); the draft marks it with
     ``nonblocking`` and always carries an id."""
@@ -37,7 +41,7 @@ class Invocation:
     nonblocking: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StreamItem:
     """Type 2."""
     invocation_id: str
@@ -45,7 +49,7 @@ class StreamItem:
     headers: Optional[dict] = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Completion:
     """Type 3: ``error`` set, or a result (``has_result``), or neither (void)."""
     invocation_id: str
@@ -63,7 +67,7 @@ class Completion:
         return cls(invocation_id, None, error, False, headers)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StreamInvocation:
     """Type 4 in v1: a call whose results come as StreamItems, then a Completion."""
     invocation_id: str
@@ -73,39 +77,39 @@ class StreamInvocation:
     stream_ids: Optional[list] = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StreamCompletion:
     """Type 4 in the draft only: the end of a stream, with an optional error."""
     invocation_id: str
     error: Optional[str] = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CancelInvocation:
     """Type 5."""
     invocation_id: str
     headers: Optional[dict] = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Ping:
     """Type 6 (v1): keep-alive."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Close:
     """Type 7 (v1). ``allow_reconnect`` None: absent."""
     error: Optional[str] = None
     allow_reconnect: Optional[bool] = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Ack:
     """Type 8 (v1, stateful reconnect)."""
     sequence_id: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Sequence:
     """Type 9 (v1, stateful reconnect)."""
     sequence_id: int
