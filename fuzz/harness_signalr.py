@@ -12,6 +12,7 @@ into a result by the invariant functions); anything else propagates as a crash.
 from __future__ import annotations
 
 from conformance.strategies.invariants import assert_same, decode_chunked, decode_whole
+from conformance.strategies.signalr import DecoderSpec
 from fuzz.harness import read_sizes
 from reference_impl.core.errors import FrameError
 from reference_impl.signalr import codec
@@ -21,27 +22,7 @@ from reference_impl.signalr.messages import HANDSHAKE_MESSAGES, HandshakeRequest
 PROFILES = ("v1", "draft")
 
 
-class SignalRSpec:
-    """What the invariant functions need of a registry spec, for a decoder with fixed options
-    (the registry's default when none are given)."""
-
-    id = "signalr"
-
-    def __init__(self, **options) -> None:
-        self.options = options
-        self.protocol = options.get("protocol") or JSON
-        self.profile = options.get("profile", "v1")
-
-    def make_decoder(self, limits=None, origin=None):
-        return codec.Decoder(limits, **self.options)
-
-    def encode(self, message) -> bytes:
-        return codec.encode(message, self.protocol, self.profile)
-
-    frame_to_dict = staticmethod(codec.frame_to_dict)
-
-
-DEFAULT = SignalRSpec()
+DEFAULT = DecoderSpec()
 
 
 def split_agrees(data: bytes, spec) -> list:
@@ -67,14 +48,14 @@ def _survives(message, protocol: str, profile: str) -> None:
     wire = codec.encode(message, protocol, profile)
     if isinstance(message, HANDSHAKE_MESSAGES):      # the same in both profiles
         origin = "client" if isinstance(message, HandshakeRequest) else "server"
-        again = decode_whole(wire, SignalRSpec(origin=origin))
+        again = decode_whole(wire, DecoderSpec(origin=origin))
     else:
-        again = decode_whole(wire, SignalRSpec(protocol=protocol, profile=profile, handshake=False))
+        again = decode_whole(wire, DecoderSpec(protocol=protocol, profile=profile, handshake=False))
     assert again.ok and len(again.frames) == 1, f"{message} does not survive encode/decode: {again}"
     assert codec.encode(again.frames[0], protocol, profile) == wire, f"{message} re-encodes differently"
 
 
-def check_stream(data: bytes, spec: SignalRSpec) -> None:
+def check_stream(data: bytes, spec: DecoderSpec) -> None:
     """Whole and chunked decoding agree, and every message decoded survives encode/decode in
     the hub protocol the decoder read it in (the one the handshake named, or it guessed)."""
     messages = split_agrees(data, spec)
@@ -95,7 +76,7 @@ def stream_one_input(data: bytes, protocol: str) -> None:
     body = after_handshake(data)
     for profile in PROFILES:
         for origin in ("client", "server"):
-            check_stream(body, SignalRSpec(protocol=protocol, profile=profile, origin=origin,
+            check_stream(body, DecoderSpec(protocol=protocol, profile=profile, origin=origin,
                                            handshake=False))
 
 
@@ -104,4 +85,4 @@ def handshake_one_input(data: bytes) -> None:
     both profiles (a draft server sends no handshake: codec.py)."""
     for profile in PROFILES:
         for origin in ("client", "server", None):
-            check_stream(data, SignalRSpec(profile=profile, origin=origin))
+            check_stream(data, DecoderSpec(profile=profile, origin=origin))

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conformance.strategies import signalr as S
+from conformance.strategies.signalr import DecoderSpec
 from conformance.strategies.invariants import assert_split_invariant, decode_whole
 from reference_impl.core.errors import Category, FrameError
 from reference_impl.signalr import codec
@@ -25,29 +26,6 @@ FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCh
 SMALL = settings(FAST, max_examples=30)
 PROTOCOLS = (JSON, MESSAGEPACK)
 PROFILES = ("v1", "draft")
-
-
-class DecoderSpec:
-    """What the invariant functions need of a spec, for a decoder with fixed options."""
-
-    id = "signalr"
-
-    def __init__(self, **options) -> None:
-        self.options = options
-        self.protocol = options.get("protocol") or JSON
-        self.profile = options.get("profile", "v1")
-
-    def make_decoder(self, limits=None, origin=None):
-        return codec.Decoder(limits, **self.options)
-
-    def encode(self, message) -> bytes:
-        return codec.encode(message, self.protocol, self.profile)
-
-    frame_to_dict = staticmethod(codec.frame_to_dict)
-
-    def load(self, slot: str):
-        assert slot == "strategies", slot
-        return S
 
 
 #: The registry's default: a handshake first, origin guessed, v1.

@@ -18,6 +18,7 @@ Strategies only: the properties are in ``tests/test_signalr_properties.py``.
 from __future__ import annotations
 
 import json
+import sys
 
 import msgpack
 from hypothesis import strategies as st
@@ -348,3 +349,28 @@ def non_minimal_varint(draw, value: int):
         return bytes(plain)
     plain[-1] |= 0x80
     return bytes(plain) + b"\x80" * (pad - 1) + b"\x00"
+
+
+class DecoderSpec:
+    """What the invariant functions (conformance/strategies/invariants.py) need of a registry
+    spec, for a SignalR decoder with fixed options (``protocol``, ``profile``, ``origin``,
+    ``handshake``; none: the registry's default, a handshake first and its sender guessed)."""
+
+    id = "signalr"
+
+    def __init__(self, **options) -> None:
+        self.options = options
+        self.protocol = options.get("protocol") or JSON
+        self.profile = options.get("profile", "v1")
+
+    def make_decoder(self, limits=None, origin=None):
+        return codec.Decoder(limits, **self.options)
+
+    def encode(self, message) -> bytes:
+        return codec.encode(message, self.protocol, self.profile)
+
+    frame_to_dict = staticmethod(codec.frame_to_dict)
+
+    def load(self, slot: str):
+        assert slot == "strategies", slot
+        return sys.modules[__name__]
