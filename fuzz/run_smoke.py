@@ -27,8 +27,9 @@ class FuzzTarget:
     corpus: str          # fuzz/corpora/<corpus>; crashers in fuzz/crashers/<corpus>
     dictionary: str      # fuzz/dictionaries/<dictionary>
     protocol: str        # registry id of the protocol it exercises
-    seeds: str = "stream"    # a seed is a whole "stream" of frames, one Osiris "chunk", or a
-                             # client "session" (a profile marker may follow it)
+    seeds: str = "stream"    # a seed is a whole "stream" of frames, one Osiris "chunk", a
+                             # client "session" (a profile marker may follow it), or one
+                             # "message" body (VibeMQ)
 
 
 TARGETS = {t.name: t for t in (
@@ -47,6 +48,11 @@ TARGETS = {t.name: t for t in (
                "signalr"),
     FuzzTarget("signalr_session", "fuzz.fuzz_signalr_session", "signalr-session", "signalr.dict",
                "signalr", seeds="session"),
+    FuzzTarget("vibemq_decoder", "fuzz.fuzz_vibemq_decoder", "vibemq", "vibemq.dict", "vibemq"),
+    FuzzTarget("vibemq_decompress", "fuzz.fuzz_vibemq_decompress", "vibemq", "vibemq.dict",
+               "vibemq"),
+    FuzzTarget("vibemq_message", "fuzz.fuzz_vibemq_message", "vibemq-message", "vibemq.dict",
+               "vibemq", seeds="message"),
 )}
 
 

@@ -28,6 +28,8 @@ EXPECTED = [
       for suffix in ("", ".mbps")),
     *(f"signalr.pysignalr.decode.{kind}"
       for kind in ("json.small", "json.large", "msgpack.small", "msgpack.large")),
+    *(f"vibemq.decode.{flag}.{size}.whole{suffix}" for flag in ("plain", "gzip", "brotli")
+      for size in ("small", "large") for suffix in ("", ".mbps")),
 ]
 
 

@@ -12,13 +12,14 @@ from reference_impl.core import registry
 from reference_impl.core.errors import FrameError
 from reference_impl.signalr import codec as signalr_codec
 from reference_impl.signalr.messages import HandshakeRequest
+from reference_impl.vibemq import codec as vibemq_codec
 from reference_impl.rabbitmq_stream.chunk import ChunkType, parse_chunk
 
 FUZZ = Path(__file__).resolve().parent.parent / "fuzz"
 ENTRY_POINTS = {name: importlib.import_module(t.module).TestOneInput for name, t in TARGETS.items()}
 #: Seeds each corpus must have at least (the document's samples, sessions, real captures...).
 MIN_SEEDS = {"blipmq": 9, "rabbitmq-stream": 40, "rabbitmq-stream-chunk": 10, "signalr-json": 15,
-             "signalr-msgpack": 15, "signalr-session": 8}
+             "signalr-msgpack": 15, "signalr-session": 8, "vibemq": 40, "vibemq-message": 45}
 
 
 def _files(folder: Path) -> list[Path]:
@@ -42,6 +43,9 @@ def _seed_problem(target, data: bytes):
         except FrameError as exc:
             return f"the handshake does not decode: {exc}"
         return None if first and isinstance(first[0], HandshakeRequest) else "no handshake request first"
+    if target.seeds == "message":                  # one VibeMQ binary message
+        vibemq_codec.parse_message(data)
+        return None
     if target.seeds == "chunk":
         chunk = parse_chunk(data)
         if chunk.chunk_type == ChunkType.USER and len(chunk.messages()) != chunk.num_records:

@@ -13,7 +13,8 @@ from typing import Any, Callable
 _PROTOCOLS: dict[str, "ProtocolSpec"] = {}
 
 #: Packages that register a protocol when imported (one line per protocol).
-_BUILTIN = ("reference_impl.blipmq", "reference_impl.rabbitmq_stream", "reference_impl.signalr")
+_BUILTIN = ("reference_impl.blipmq", "reference_impl.rabbitmq_stream", "reference_impl.signalr",
+            "reference_impl.vibemq")
 
 
 @dataclass(frozen=True)

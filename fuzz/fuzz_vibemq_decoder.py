@@ -1,0 +1,24 @@
+"""atheris target: the VibeMQ frame decoder in every profile, whole vs chunked reads; decoded
+messages survive re-framing (fuzz/harness_vibemq.py).
+
+Run: ``python fuzz/fuzz_vibemq_decoder.py NEW_DIR fuzz/corpora/vibemq -dict=fuzz/dictionaries/vibemq.dict``
+(``python -m fuzz.run_smoke --target vibemq_decoder`` does it on a copy of the corpus).
+"""
+import sys
+from pathlib import Path
+
+if not __package__:          # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fuzz.target_setup import fuzz, instrumented  # noqa: E402
+
+with instrumented(__name__):
+    from fuzz.harness_vibemq import decoder_one_input
+
+
+def TestOneInput(data: bytes) -> None:
+    decoder_one_input(data)
+
+
+if __name__ == "__main__":
+    fuzz(TestOneInput)

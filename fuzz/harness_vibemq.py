@@ -1,0 +1,172 @@
+"""Shared bodies of the VibeMQ atheris targets (STYLE.md point 8), over fuzz/harness.py's read
+sizes and the invariant functions of conformance/strategies/invariants.py.
+
+A stream seed (fuzz/corpora/vibemq/) is frames as the document frames them (u32 length, flags
+byte, body); a message seed (fuzz/corpora/vibemq-message/) is one binary message. Each helper
+raises AssertionError when two ways of doing the same thing disagree; :class:`FrameError` is
+the only exception the codec may raise (turned into a result by the invariant functions);
+anything else propagates, and the fuzzer reports it as a crash.
+"""
+from __future__ import annotations
+
+import zlib
+
+import brotli
+
+from conformance.strategies.invariants import DecodeResult, assert_same, decode_chunked, decode_whole
+from conformance.strategies.vibemq import DecoderSpec, frame_of
+from fuzz.harness import read_sizes
+from reference_impl.core.errors import Category, FrameError
+from reference_impl.vibemq import codec
+from reference_impl.vibemq import compression as comp
+from reference_impl.vibemq.codec import VibeLimits
+from reference_impl.vibemq.constants import PROFILES, Compression
+
+#: Bound on inflated bodies while fuzzing (the codec's default is 64 MiB): a seed or mutation
+#: that inflates further is refused quickly (LENGTH_TOO_LARGE) instead of slowly.
+MAX_DECOMPRESSED = 64 * 1024
+LIMITS = VibeLimits(max_decompressed=MAX_DECOMPRESSED)
+SPECS = {p: DecoderSpec(p, LIMITS) for p in PROFILES}
+#: Re-encoded frames are read without a practical frame bound: JSON written back may be longer
+#: than the text it was read from ("1e5" becomes "100000.0").
+_UNBOUNDED = {p: DecoderSpec(p, VibeLimits(max_frame_size=1 << 31, max_decompressed=1 << 31))
+              for p in PROFILES}
+
+
+def _reframe(message, profile: str) -> bytes:
+    """``message`` as a frame of ``profile`` with every field it holds (the document's body,
+    which every profile reads) and the compression it came with."""
+    body = codec.encode_body(message, "document")
+    flag = Compression.NONE if profile == "vibemq-1.0" else message.compression
+    return frame_of(comp.compress(body, flag), flag, profile)
+
+
+def split_agrees(data: bytes, spec) -> DecodeResult:
+    whole = decode_whole(data, spec)
+    assert_same(whole, decode_chunked(data, read_sizes(data), spec), "chunked")
+    return whole
+
+
+def decoder_one_input(data: bytes) -> None:
+    """``data`` as a stream in every profile: whole and chunked decoding agree, and every
+    message decoded survives re-framing (same fields, same compression)."""
+    for profile in PROFILES:
+        result = split_agrees(data, SPECS[profile])
+        for message in result.frames:
+            codec.frame_to_dict(message)
+            again = decode_whole(_reframe(message, profile), _UNBOUNDED[profile])
+            assert again == ([message], None, None), f"{message} does not survive: {again}"
+            assert again.frames[0].compression == (message.compression if profile != "vibemq-1.0" else 0)
+
+
+def message_one_input(data: bytes) -> None:
+    """``data`` as one binary message: parse_message and a decoder reading it as a frame's
+    body (plain, gzip, brotli) agree; a message read writes back (both forms) to bytes that
+    read the same."""
+    try:
+        message = codec.parse_message(data, 5)
+    except FrameError as exc:
+        expected = (exc.category, exc.offset)
+        message = None
+    else:
+        expected = None
+        for profile in ("document", "vibemq-1.8"):
+            body = codec.encode_body(message, profile)
+            again = codec.parse_message(body)
+            if profile == "document" or message.type == 99:
+                assert again == message, f"{message} reads back as {again}"
+            else:
+                assert (again.error_code, again.error_message) == (None, None)
+                again.error_code, again.error_message = message.error_code, message.error_message
+                assert again == message, f"{message} reads back as {again}"
+    if not 2 <= len(data) <= LIMITS.max_frame_size:
+        return                                     # the framing refuses such a body first
+    for flag in Compression:
+        body = comp.compress(data, flag)
+        if len(body) > LIMITS.max_frame_size:
+            continue
+        result = split_agrees(frame_of(body, flag), SPECS["document"])
+        if message is not None:
+            assert result == ([message], None, None), f"flag {flag}: {result}"
+        elif flag == Compression.NONE:
+            assert (result.category, result.offset) == expected, f"{result} vs {expected}"
+        else:                                      # inside compression: at the body's start
+            assert (result.category, result.offset) == (expected[0], 5), f"{result} vs {expected}"
+
+
+def _first_body(data: bytes) -> tuple[int, bytes]:
+    """The algorithm and compressed body of a seed's first frame: its flags byte (any other
+    value picks an algorithm by parity) and the bytes its length covers (or all that follow,
+    if the length runs past the end)."""
+    flag = data[4]
+    if flag not in (Compression.GZIP, Compression.BROTLI):
+        flag = Compression.GZIP if flag & 1 else Compression.BROTLI
+    length = int.from_bytes(data[:4], "big")
+    end = 5 + length if 5 + length <= len(data) else len(data)
+    return flag, data[5:end]
+
+
+def _inflate_in_pieces(flag: int, body: bytes, sizes: list[int]):
+    """A second decompression, fed in pieces with the output bounded per piece: the bytes
+    (at most MAX_DECOMPRESSED), or the category the codec should give."""
+    out, pos = bytearray(), 0
+    if flag == Compression.GZIP:
+        inflater = zlib.decompressobj(31)
+        try:
+            for size in sizes:
+                out += inflater.decompress(body[pos:pos + size], MAX_DECOMPRESSED + 1 - len(out))
+                pos += size
+                if len(out) > MAX_DECOMPRESSED:
+                    return Category.LENGTH_TOO_LARGE
+        except zlib.error:
+            return Category.BAD_ENCODING
+        if not inflater.eof:
+            return Category.BAD_ENCODING
+        return Category.TRAILING_BYTES if inflater.unused_data else bytes(out)
+    inflater = brotli.Decompressor()
+    try:
+        for size in sizes:
+            out += inflater.process(body[pos:pos + size],
+                                    output_buffer_limit=MAX_DECOMPRESSED + 1 - len(out))
+            pos += size
+            if len(out) > MAX_DECOMPRESSED:
+                return Category.LENGTH_TOO_LARGE
+    except brotli.error:
+        return Category.BAD_ENCODING
+    return bytes(out) if inflater.is_finished() else Category.BAD_ENCODING
+
+
+def decompress_one_input(data: bytes) -> None:
+    """The first frame's body of ``data`` through the bounded decompression: it agrees with
+    a decompression fed in pieces (both accept the same bytes, or both refuse; for one stream
+    cut off near the bound, one may see the bound and the other the corruption past it), never
+    holds more than the bound, and the decoder reads the frame as decompress + parse_message."""
+    if len(data) < 5:
+        return
+    flag, body = _first_body(data)
+    try:
+        out = comp.decompress(body, flag, MAX_DECOMPRESSED, 5)
+    except FrameError as exc:
+        out, category = None, exc.category
+        assert exc.offset == 5
+    else:
+        assert len(out) <= MAX_DECOMPRESSED
+    other = _inflate_in_pieces(flag, body, read_sizes(data, len(body)))
+    if out is not None:
+        assert other == out, f"in pieces: {other if isinstance(other, Category) else len(other)}"
+    else:
+        assert isinstance(other, Category), "accepted in pieces, refused whole"
+        assert other == category or {other, category} == {Category.LENGTH_TOO_LARGE,
+                                                           Category.BAD_ENCODING}, (other, category)
+    if len(body) < 2:
+        return                                     # the framing refuses it first
+    result = split_agrees(frame_of(body, flag), SPECS["document"])
+    if out is None:
+        assert (result.category, result.offset) == (category, 5), result
+        return
+    try:
+        message = codec.parse_message(out, 5)
+    except FrameError as exc:
+        assert (result.category, result.offset) == (exc.category, 5), result
+    else:
+        assert result == ([message], None, None), result

@@ -1,0 +1,364 @@
+"""The VibeMQ codec: frames ("Framing") around binary messages ("Message Format").
+
+Frame: ``[u32 body length][u8 compression flags][body]`` (protocol 1.1; 1.0 had no flags
+byte: profile ``vibemq-1.0``). The length is checked against the bounds (at least 2, at most
+``max_frame_size``, on the compressed length) as soon as the 4 bytes are there, before any
+body is buffered; an unknown flag is an error (the real server drops the connection). Framing
+errors are sticky.
+
+Message: version (u8), type (u8), id (u16 length + UTF-8), queue (u16 + UTF-8), payload (u32 +
+UTF-8 JSON), headers (u16 count, then u16-length key and value strings), errorCode and
+errorMessage (u16 + UTF-8). Big Endian; length 0 = absent (null and "" both read as None).
+The real codec (profile ``vibemq-1.8``) writes the two error fields only in Error (type 99)
+and every reader here accepts a body that ends after the headers. A bad message (unknown
+type, bad UTF-8 or JSON, truncated field, bytes left over, empty id) raises without breaking
+the stream: the frames around it are intact. A payload is refused as well when it could not be
+written back (NaN, Infinity, 1e400, a lone surrogate escape) or nests deeper than
+``MAX_JSON_DEPTH``; an error inside a compressed body is reported at the body's first byte.
+
+Errors: :class:`reference_impl.core.errors.FrameError` subclasses only.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ..core.decoding import IncrementalDecoder, decode_all as _decode_all
+from ..core.errors import Category, FrameError, LengthError, PayloadError, UnknownTypeError
+from ..core.framebuffer import FrameBuffer
+from ..core.limits import Limits
+from . import compression as comp
+from .constants import (DEFAULT_MAX_BODY, DEFAULT_MAX_DECOMPRESSED, MIN_BODY, PROTOCOL,
+                        PROTOCOL_VERSION, TYPE_BY_NAME, TYPE_NAMES, CommandType, Compression)
+
+_U32 = struct.Struct(">I")
+_HEAD = struct.Struct(">IB")
+_U16 = struct.Struct(">H")
+_VT = struct.Struct(">BB")
+_KNOWN_TYPES = frozenset(int(t) for t in CommandType)
+_FLAGS = frozenset(int(c) for c in Compression)
+
+
+@dataclass(frozen=True, slots=True)
+class VibeLimits(Limits):
+    """``max_frame_size``: the largest body length (compressed) a frame may declare;
+    ``max_decompressed``: the largest body a compressed one may inflate to."""
+    max_frame_size: int = DEFAULT_MAX_BODY
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+
+
+_ABSENT = object()
+
+
+@dataclass(slots=True)
+class Message:
+    """One protocol message. ``payload`` is the JSON value (None: absent); ``compression`` is
+    the flag of the frame it came in (or goes out in), not part of the message's value."""
+    type: int
+    id: Optional[str] = None
+    queue: Optional[str] = None
+    payload: Any = None
+    headers: Optional[dict] = None
+    error_code: Optional[str] = None
+    error_message: Optional[str] = None
+    version: int = PROTOCOL_VERSION
+    compression: int = field(default=Compression.NONE, compare=False)
+
+    @property
+    def type_name(self) -> str:
+        return TYPE_NAMES.get(self.type, str(self.type))
+
+    def header(self, name: str, default: Optional[str] = None) -> Optional[str]:
+        return (self.headers or {}).get(name, default)
+
+
+def _err(cls, message: str, category: Category, offset: int) -> FrameError:
+    return cls(message, category=category, protocol=PROTOCOL, offset=offset)
+
+
+# --- the binary message ---------------------------------------------------------------------
+
+class _Reader:
+    __slots__ = ("data", "pos", "base")
+
+    def __init__(self, data: bytes, base: int) -> None:
+        self.data, self.pos, self.base = data, 0, base
+
+    def need(self, n: int, what: str) -> None:
+        if len(self.data) - self.pos < n:
+            raise _err(PayloadError, f"message ends inside {what}", Category.TRUNCATED,
+                       self.base + len(self.data))
+
+    def u16(self, what: str) -> int:
+        self.need(2, what)
+        (value,) = _U16.unpack_from(self.data, self.pos)
+        self.pos += 2
+        return value
+
+    def text(self, n: int, what: str) -> Optional[str]:
+        if n == 0:
+            return None
+        self.need(n, what)
+        start = self.pos
+        self.pos += n
+        try:
+            return self.data[start:self.pos].decode("utf-8")
+        except UnicodeDecodeError:
+            raise _err(PayloadError, f"{what} is not UTF-8", Category.BAD_ENCODING,
+                       self.base + start) from None
+
+    def string(self, what: str) -> Optional[str]:
+        return self.text(self.u16(f"the length of {what}"), what)
+
+
+def _no_constants(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    # Python reads 1e400 as inf, which the encoder cannot write back: refused like NaN.
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text[:32]} is out of range")
+    return value
+
+
+_json_decode = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite_float).decode
+_json_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+#: A ``\uD800``-``\uDFFF`` escape: the only way JSON text yields a lone surrogate, which UTF-8
+#: cannot carry (the payload could not be written back). Searched only when there is an escape.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+#: Deepest nesting of payload arrays and objects: a bound of the kit's own (the document sets
+#: none), so whether a payload is accepted does not depend on how deep the caller's stack is
+#: (the json module's reader recurses). Only a payload with this many brackets is scanned.
+MAX_JSON_DEPTH = 500
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+
+
+def _too_deep(text: str) -> bool:
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return False
+    depth = 0
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return True
+        elif token in ("]", "}"):
+            depth -= 1
+    return False
+
+
+def parse_message(body: bytes, base: int = 0) -> Message:
+    """One (decompressed) body."""
+    r = _Reader(body, base)
+    r.need(2, "the version and type")
+    version, kind = _VT.unpack_from(body, 0)
+    r.pos = 2
+    if kind not in _KNOWN_TYPES:
+        raise _err(UnknownTypeError, f"unknown command type {kind}", Category.UNKNOWN_TYPE, base + 1)
+    mid = r.string("the id")
+    if mid is None:
+        raise _err(PayloadError, "the id is empty (it must be non-empty)", Category.BAD_VALUE, base + 2)
+    queue = r.string("the queue")
+    r.need(4, "the payload length")
+    (plen,) = _U32.unpack_from(body, r.pos)
+    r.pos += 4
+    payload = None
+    if plen:
+        at = r.pos
+        text = r.text(plen, "the payload")
+        if _too_deep(text):
+            raise _err(PayloadError, f"the payload nests deeper than {MAX_JSON_DEPTH}",
+                       Category.BAD_VALUE, base + at)
+        try:
+            payload = _json_decode(text)
+        except (ValueError, RecursionError) as exc:
+            raise _err(PayloadError, f"the payload is not JSON: {exc}", Category.BAD_ENCODING,
+                       base + at) from None
+        if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+            try:                                  # a surrogate pair is fine, a lone one not
+                _json_encode(payload).encode("utf-8")
+            except UnicodeEncodeError:
+                raise _err(PayloadError, "the payload has a lone surrogate escape",
+                           Category.BAD_ENCODING, base + at) from None
+    count = r.u16("the header count")
+    headers = None
+    if count:
+        headers = {}
+        for i in range(count):
+            key = r.string(f"header {i}'s name")
+            value = r.string(f"header {i}'s value")
+            if key is None:
+                raise _err(PayloadError, f"header {i} has an empty name", Category.BAD_VALUE,
+                           base + r.pos)
+            headers[key] = value
+    error_code = error_message = None
+    if r.pos < len(body):              # the real codec stops after the headers (SPEC_NOTES)
+        error_code = r.string("the errorCode")
+        error_message = r.string("the errorMessage")
+    if r.pos != len(body):
+        raise _err(PayloadError, f"{len(body) - r.pos} bytes after the message", Category.TRAILING_BYTES,
+                   base + r.pos)
+    return Message(kind, mid, queue, payload, headers, error_code, error_message, version)
+
+
+def _string(value: Optional[str], what: str) -> bytes:
+    raw = (value or "").encode("utf-8")
+    if len(raw) > 0xFFFF:
+        raise ValueError(f"{what} is longer than 65,535 bytes")
+    return _U16.pack(len(raw)) + raw
+
+
+def encode_body(message: Message, profile: str = "document") -> bytes:
+    """The binary message. ``document`` writes errorCode/errorMessage always; the real codec
+    (``vibemq-1.8``, ``vibemq-1.0``) only in Error."""
+    if not message.id:
+        raise ValueError("a message needs a non-empty id")
+    out = bytearray(_VT.pack(message.version, message.type))
+    out += _string(message.id, "the id")
+    out += _string(message.queue, "the queue")
+    if message.payload is None:
+        out += _U32.pack(0)
+    else:
+        raw = _json_encode(message.payload).encode("utf-8")
+        out += _U32.pack(len(raw)) + raw
+    headers = message.headers or {}
+    if len(headers) > 0xFFFF:
+        raise ValueError("more than 65,535 headers")
+    out += _U16.pack(len(headers))
+    for key, value in headers.items():
+        if not key:
+            raise ValueError("a header needs a name")
+        out += _string(key, "a header name") + _string(value, "a header value")
+    if profile == "document" or message.type == CommandType.ERROR:
+        out += _string(message.error_code, "the errorCode") + _string(message.error_message, "the errorMessage")
+    return bytes(out)
+
+
+def encode(message: Message, profile: str = "document", compression: Optional[int] = None) -> bytes:
+    """One frame. ``compression``: the flag to write (default: the message's own)."""
+    flag = message.compression if compression is None else compression
+    body = comp.compress(encode_body(message, profile), flag)
+    if profile == "vibemq-1.0":
+        if flag != Compression.NONE:
+            raise ValueError("protocol 1.0 frames have no compression")
+        return _U32.pack(len(body)) + body
+    return _HEAD.pack(len(body), flag) + body
+
+
+# --- frames ---------------------------------------------------------------------------------
+
+class Decoder(IncrementalDecoder):
+    """Incremental frame decoder. ``profile`` picks the framing (``vibemq-1.0``: no flags
+    byte); message bodies are read tolerantly in every profile."""
+
+    protocol = PROTOCOL
+
+    def __init__(self, limits: Optional[VibeLimits] = None, *, profile: Optional[str] = None,
+                 origin: Optional[str] = None) -> None:
+        self.limits = limits or VibeLimits()
+        self.profile = profile or "document"
+        self.origin = origin
+        self.flags = self.profile != "vibemq-1.0"
+        self._head = 5 if self.flags else 4
+        self._buf = FrameBuffer()
+        self._error: Optional[FrameError] = None
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def receive(self, data) -> None:
+        if self._error is None:
+            self._buf.feed(data)
+
+    def _fail(self, error: FrameError) -> FrameError:
+        self._error = error
+        return error
+
+    def next_frame(self) -> Optional[Message]:
+        if self._error is not None:
+            raise self._error
+        buf = self._buf
+        if len(buf) < 4:
+            return None
+        start = buf.offset
+        (size,) = buf.unpack(_U32)
+        if size < MIN_BODY:
+            raise self._fail(_err(LengthError, f"body length {size} < {MIN_BODY}",
+                                  Category.LENGTH_TOO_SMALL, start))
+        if size > self.limits.max_frame_size:
+            raise self._fail(_err(LengthError, f"body length {size} > {self.limits.max_frame_size}",
+                                  Category.LENGTH_TOO_LARGE, start))
+        if len(buf) < self._head:
+            return None
+        flag = Compression.NONE
+        if self.flags:
+            (_, flag) = buf.unpack(_HEAD)
+            if flag not in _FLAGS:
+                raise self._fail(_err(UnknownTypeError, f"unknown compression flag 0x{flag:02x}",
+                                      Category.UNKNOWN_TYPE, start + 4))
+        if len(buf) < self._head + size:
+            return None
+        body = buf.take(size, skip=self._head)
+        at = start + self._head
+        if flag == Compression.NONE:
+            message = parse_message(body, at)
+        else:
+            body = comp.decompress(body, flag, self.limits.max_decompressed, at)
+            try:
+                message = parse_message(body, at)
+            except FrameError as exc:
+                # A position inside the inflated bytes is no position in the stream: the
+                # error is reported at the compressed body's first byte.
+                exc.offset = at
+                raise
+        message.compression = flag
+        return message
+
+
+def decode_all(data: bytes, limits: Optional[VibeLimits] = None, **options) -> list:
+    return _decode_all(Decoder(limits, **options), data)
+
+
+def make_decoder(limits=None, origin=None, profile=None) -> Decoder:
+    return Decoder(limits, profile=profile, origin=origin)
+
+
+# --- the document's JSON view ---------------------------------------------------------------
+
+def from_json(obj: dict) -> Message:
+    """A message from the document's logical JSON form ("Logical Structure")."""
+    kind = obj["type"]
+    kind = TYPE_BY_NAME[kind] if isinstance(kind, str) else CommandType(kind)
+    return Message(int(kind), obj.get("id"), obj.get("queue"), obj.get("payload"),
+                   obj.get("headers"), obj.get("errorCode"), obj.get("errorMessage"),
+                   obj.get("version", PROTOCOL_VERSION))
+
+
+def to_json(message: Message) -> dict:
+    out: dict = {"version": message.version, "id": message.id, "type": message.type_name}
+    for key, name in (("queue", "queue"), ("payload", "payload"), ("headers", "headers"),
+                      ("error_code", "errorCode"), ("error_message", "errorMessage")):
+        value = getattr(message, key)
+        if value is not None:
+            out[name] = value
+    return out
+
+
+def frame_to_dict(message: Message) -> dict:
+    """JSON-friendly view for the CLI and transcripts."""
+    out = {"type": message.type_name}
+    out.update({k: v for k, v in to_json(message).items() if k != "type"})
+    if message.compression:
+        out["compression"] = int(message.compression)
+    return out
+
+
