@@ -28,8 +28,9 @@ class FuzzTarget:
     dictionary: str      # fuzz/dictionaries/<dictionary>
     protocol: str        # registry id of the protocol it exercises
     seeds: str = "stream"    # a seed is a whole "stream" of frames, one Osiris "chunk", a
-                             # client "session" (a profile marker may follow it), or one
-                             # "message" body (VibeMQ)
+                             # client "session" (a profile marker may follow it), one
+                             # "message" body (VibeMQ), or a VibeMQ client session
+                             # ("vibemq-session": Connect first, a profile marker may follow)
 
 
 TARGETS = {t.name: t for t in (
@@ -53,6 +54,8 @@ TARGETS = {t.name: t for t in (
                "vibemq"),
     FuzzTarget("vibemq_message", "fuzz.fuzz_vibemq_message", "vibemq-message", "vibemq.dict",
                "vibemq", seeds="message"),
+    FuzzTarget("vibemq_session", "fuzz.fuzz_vibemq_session", "vibemq-session", "vibemq.dict",
+               "vibemq", seeds="vibemq-session"),
 )}
 
 

@@ -19,7 +19,8 @@ FUZZ = Path(__file__).resolve().parent.parent / "fuzz"
 ENTRY_POINTS = {name: importlib.import_module(t.module).TestOneInput for name, t in TARGETS.items()}
 #: Seeds each corpus must have at least (the document's samples, sessions, real captures...).
 MIN_SEEDS = {"blipmq": 9, "rabbitmq-stream": 40, "rabbitmq-stream-chunk": 10, "signalr-json": 15,
-             "signalr-msgpack": 15, "signalr-session": 8, "vibemq": 40, "vibemq-message": 45}
+             "signalr-msgpack": 15, "signalr-session": 8, "vibemq": 40, "vibemq-message": 45,
+             "vibemq-session": 18}
 
 
 def _files(folder: Path) -> list[Path]:
@@ -43,6 +44,15 @@ def _seed_problem(target, data: bytes):
         except FrameError as exc:
             return f"the handshake does not decode: {exc}"
         return None if first and isinstance(first[0], HandshakeRequest) else "no handshake request first"
+    if target.seeds == "vibemq-session":           # Connect first, in the profile the target picks
+        from fuzz.fuzz_vibemq_session import profile_of
+        decoder = vibemq_codec.Decoder(profile=profile_of(data), origin="client")
+        decoder.receive(data)
+        try:
+            first = decoder.next_frame()
+        except FrameError as exc:
+            return f"the first frame does not decode: {exc}"
+        return None if first is not None and first.type == vibemq_codec.CommandType.CONNECT else "no Connect first"
     if target.seeds == "message":                  # one VibeMQ binary message
         vibemq_codec.parse_message(data)
         return None

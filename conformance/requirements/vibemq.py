@@ -156,8 +156,9 @@ REQUIREMENTS = (
       "a client over the rate limit is answered with Error RATE_LIMITED", source=_NOTES),
     R("VIBE-ERR-004", "Error Codes", "MUST",
       "SERVER_ERROR: an internal failure of the server",
-      untestable="a conforming server cannot be made to fail internally from the wire; the "
-                 "reference broker's own tests inject one"),
+      untestable="the document names no path that produces it: a black-box suite cannot "
+                 "make a target fail internally; the reference broker sends it when its queue "
+                 "or subscription limits are reached (tests/test_vibemq_session.py)"),
     R("VIBE-CLIENT-001", "Threshold", "MUST",
       "a client compresses only frames at or above its threshold, with the negotiated "
       "algorithm", untestable=_CLIENT),
