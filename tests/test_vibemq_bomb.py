@@ -1,5 +1,5 @@
-"""Acceptance of the VibeMQ issue: a gzip bomb (a ~100 KiB frame inflating to 100 MiB, past
-the 64 MiB default) sent to ``wirecheck serve --protocol vibemq`` is refused, and the broker
+"""Acceptance of the VibeMQ issue: gzip bombs (frames of at most ~100 KiB inflating to 10 MiB,
+and to 100 MiB, past the 64 MiB default) sent to ``wirecheck serve --protocol vibemq`` is refused, and the broker
 process does not grow past its decompression limit while refusing it (its peak RSS, read from
 /proc, is compared with the one before)."""
 import socket
@@ -34,8 +34,11 @@ def peak_rss_mb(pid: int) -> float:
     raise AssertionError("no VmHWM")
 
 
-def test_gzip_bomb_refused_within_the_limit():
-    bomb = gzip_bomb(100 * 1024 * 1024)
+@pytest.mark.parametrize("inflated_mib", [10, 100])
+def test_gzip_bomb_refused_within_the_limit(inflated_mib):
+    """10 MiB: under the limit, inflated and refused as no message; 100 MiB: past the limit,
+    refused as soon as the output passes it."""
+    bomb = gzip_bomb(inflated_mib * 1024 * 1024)
     assert len(bomb) < 120 * 1024                       # a ~100 KiB frame
     broker = BrokerProcess(protocol="vibemq").start()
     try:

@@ -154,6 +154,21 @@ REQUIREMENTS = (
       "operations on a queue that does not exist are answered with Error QUEUE_NOT_FOUND"),
     R("VIBE-ERR-003", "Error Codes", "SHOULD",
       "a client over the rate limit is answered with Error RATE_LIMITED", source=_NOTES),
+    R("VIBE-ERR-005", "Error Codes", "SHOULD",
+      "a Connect without authPassword is refused (document: AUTH_FAILED; the real server: "
+      "AUTH_REQUIRED)", source=_NOTES),
+    R("VIBE-ERR-006", "Error Codes", "SHOULD",
+      "a command that needs a queue and names none is refused (document: INVALID_MESSAGE; the "
+      "real server: INVALID_QUEUE)", source=_NOTES),
+    R("VIBE-ERR-007", "Error Codes", "SHOULD",
+      "CreateQueue with invalid options is refused (document: INVALID_MESSAGE; the real server: "
+      "INVALID_PAYLOAD)", source=_NOTES),
+    R("VIBE-ERR-008", "Error Codes", "SHOULD",
+      "a connection beyond the server's connection limit is refused with CONNECTION_LIMIT and "
+      "closed", source=_NOTES,
+      untestable="the limit is the target's configuration (1,000 by default): a suite cannot "
+                 "open that many connections to each target; tests/test_vibemq_broker.py checks "
+                 "the reference broker with a low limit"),
     R("VIBE-ERR-004", "Error Codes", "MUST",
       "SERVER_ERROR: an internal failure of the server",
       untestable="the document names no path that produces it: a black-box suite cannot "
