@@ -10,11 +10,9 @@ today's servers do (forward compatibility). Numbers NaN/Infinity are not JSON an
 """
 from __future__ import annotations
 
-import json
-import math
-import re
 from typing import Callable, Optional
 
+from ..core import strict_json
 from ..core.errors import Category, UnknownTypeError
 from . import fields as f
 from .constants import PROTOCOL, RS
@@ -25,52 +23,9 @@ from .messages import (Ack, CancelInvocation, Close, Completion, HandshakeReques
 _ABSENT = object()
 
 
-def _no_constants(name: str):
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    # Python reads 1e400 as inf, which no JSON encoder can write back: refused like Infinity.
-    value = float(text)
-    if math.isinf(value):
-        raise ValueError(f"number {text[:32]} is out of range")
-    return value
-
-
-#: A ``\uD800``-``\uDFFF`` escape: the only way a JSON text yields a lone surrogate, which is
-#: not a character (UTF-8 cannot carry it; System.Text.Json refuses it). Searched only when the
-#: text has an escape at all.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-#: Deepest nesting of arrays and objects accepted: a bound of the kit's own (the document
-#: sets none; a recursive reader must stop somewhere, and where must not depend on the stack:
-#: well below Python's recursion limit and orjson's 1024). Only a record with more opening
-#: brackets than this is scanned, so ordinary records pay nothing.
-MAX_DEPTH = 500
-_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
-
-
-def too_deep(record: bytes) -> bool:
-    """Whether ``record`` nests deeper than MAX_DEPTH (strings skipped; only records with
-    that many brackets are scanned)."""
-    if record.count(b"[") + record.count(b"{") <= MAX_DEPTH:
-        return False
-    depth = 0
-    for match in _TOKENS.finditer(record):
-        token = match.group()
-        if token in (b"[", b"{"):
-            depth += 1
-            if depth > MAX_DEPTH:
-                return True
-        elif token in (b"]", b"}"):
-            depth -= 1
-    return False
-
-
-_decoder = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite_float)
-_decode = _decoder.decode
-_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-_encode = _encoder.encode
+MAX_DEPTH = strict_json.MAX_DEPTH
+too_deep = strict_json.too_deep
+_encode = strict_json.dumps
 
 
 def load_object(record: bytes, offset: int, what: str = "message") -> dict:
@@ -79,19 +34,16 @@ def load_object(record: bytes, offset: int, what: str = "message") -> dict:
         text = record.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise f.bad(f"{what} is not UTF-8: {exc.reason}", Category.BAD_ENCODING, offset + exc.start) from None
-    if too_deep(record):
-        raise f.bad(f"{what} nests deeper than {MAX_DEPTH}", Category.BAD_VALUE, offset)
     try:
-        obj = _decode(text)
-    except json.JSONDecodeError as exc:
-        raise f.bad(f"{what} is not JSON: {exc.msg}", Category.BAD_ENCODING, offset + exc.pos) from None
-    except (ValueError, RecursionError) as exc:        # NaN, huge numbers, deep nesting
-        raise f.bad(f"{what} is not acceptable JSON: {exc}", Category.BAD_VALUE, offset) from None
-    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
-        try:                                           # a surrogate pair is fine, a lone one not
-            _encode(obj).encode("utf-8")
-        except UnicodeEncodeError:
-            raise f.bad(f"{what} has a lone surrogate escape", Category.BAD_ENCODING, offset) from None
+        obj = strict_json.loads(text)
+    except strict_json.JSONProblem as exc:
+        if exc.kind == strict_json.SYNTAX:
+            raise f.bad(f"{what} is not JSON: {exc.message}", Category.BAD_ENCODING, offset + exc.pos) from None
+        if exc.kind == strict_json.SURROGATE:
+            raise f.bad(f"{what} {exc.message}", Category.BAD_ENCODING, offset) from None
+        if exc.kind == strict_json.DEPTH:
+            raise f.bad(f"{what} {exc.message}", Category.BAD_VALUE, offset) from None
+        raise f.bad(f"{what} is not acceptable JSON: {exc.message}", Category.BAD_VALUE, offset) from None
     if type(obj) is not dict:
         raise f.bad(f"{what} is not a JSON object", Category.BAD_VALUE, offset)
     return obj

@@ -20,13 +20,11 @@ Errors: :class:`reference_impl.core.errors.FrameError` subclasses only.
 """
 from __future__ import annotations
 
-import json
-import math
-import re
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..core import strict_json
 from ..core.decoding import IncrementalDecoder, decode_all as _decode_all
 from ..core.errors import Category, FrameError, LengthError, PayloadError, UnknownTypeError
 from ..core.framebuffer import FrameBuffer
@@ -115,44 +113,8 @@ class _Reader:
         return self.text(self.u16(f"the length of {what}"), what)
 
 
-def _no_constants(name: str):
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    # Python reads 1e400 as inf, which the encoder cannot write back: refused like NaN.
-    value = float(text)
-    if math.isinf(value):
-        raise ValueError(f"number {text[:32]} is out of range")
-    return value
-
-
-_json_decode = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite_float).decode
-_json_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
-
-#: A ``\uD800``-``\uDFFF`` escape: the only way JSON text yields a lone surrogate, which UTF-8
-#: cannot carry (the payload could not be written back). Searched only when there is an escape.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-#: Deepest nesting of payload arrays and objects: a bound of the kit's own (the document sets
-#: none), so whether a payload is accepted does not depend on how deep the caller's stack is
-#: (the json module's reader recurses). Only a payload with this many brackets is scanned.
-MAX_JSON_DEPTH = 500
-_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
-
-
-def _too_deep(text: str) -> bool:
-    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
-        return False
-    depth = 0
-    for match in _JSON_TOKENS.finditer(text):
-        token = match.group()
-        if token in ("[", "{"):
-            depth += 1
-            if depth > MAX_JSON_DEPTH:
-                return True
-        elif token in ("]", "}"):
-            depth -= 1
-    return False
+MAX_JSON_DEPTH = strict_json.MAX_DEPTH
+_json_encode = strict_json.dumps
 
 
 def parse_message(body: bytes, base: int = 0) -> Message:
@@ -174,20 +136,13 @@ def parse_message(body: bytes, base: int = 0) -> Message:
     if plen:
         at = r.pos
         text = r.text(plen, "the payload")
-        if _too_deep(text):
-            raise _err(PayloadError, f"the payload nests deeper than {MAX_JSON_DEPTH}",
-                       Category.BAD_VALUE, base + at)
         try:
-            payload = _json_decode(text)
-        except (ValueError, RecursionError) as exc:
-            raise _err(PayloadError, f"the payload is not JSON: {exc}", Category.BAD_ENCODING,
-                       base + at) from None
-        if "\\u" in text and _SURROGATE_ESCAPE.search(text):
-            try:                                  # a surrogate pair is fine, a lone one not
-                _json_encode(payload).encode("utf-8")
-            except UnicodeEncodeError:
-                raise _err(PayloadError, "the payload has a lone surrogate escape",
-                           Category.BAD_ENCODING, base + at) from None
+            payload = strict_json.loads(text)
+        except strict_json.JSONProblem as exc:
+            category = Category.BAD_VALUE if exc.kind == strict_json.DEPTH else Category.BAD_ENCODING
+            detail = f"the payload {exc.message}" if exc.kind in (strict_json.DEPTH, strict_json.SURROGATE) \
+                else f"the payload is not JSON: {exc.message}"
+            raise _err(PayloadError, detail, category, base + at) from None
     count = r.u16("the header count")
     headers = None
     if count:
