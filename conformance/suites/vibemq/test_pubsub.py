@@ -27,6 +27,8 @@ def test_publish_subscribe_deliver_ack(vibe, payload):
     q = vibe.create_queue(sub)
     ack = vibe.subscribe(sub, q)
     assert ack.header("queueName") == q or ack.queue == q, ack
+    if vibe.feature("publish_ack_headers", True):      # the document's acks carry headers
+        assert ack.header("subscriptionId"), ack.headers
     pub = vibe.connect(name="publisher")
     mid = vibe.publish(pub, q, payload, priority="High")
     deliver = vibe.expect(sub, T.DELIVER, "the Deliver")
