@@ -9,16 +9,14 @@ seeds are a server's side (``{}`` or an error first), for the handshake target.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import msgpack
 
+from fuzz.corpus_files import CORPORA, write_corpus
 from reference_impl.signalr import codec
 from reference_impl.signalr.framing import frame_binary
 from reference_impl.signalr.messages import (Ack, CancelInvocation, Close, Completion, Invocation,
                                              Ping, Sequence, StreamInvocation, StreamItem)
 
-CORPORA = Path(__file__).resolve().parent / "corpora"
 
 JS_JSON = b'{"protocol":"json","version":1}\x1e'
 PY_JSON = b'{"protocol": "json", "version": 1}\x1e'
@@ -82,18 +80,9 @@ def msgpack_seeds() -> dict[str, bytes]:
     return seeds
 
 
-def write(folder: Path, seeds: dict[str, bytes]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.iterdir():
-        if old.is_file():
-            old.unlink()
-    for name, data in seeds.items():
-        (folder / name).write_bytes(data)
-
-
 def main() -> None:
-    write(CORPORA / "signalr-json", json_seeds())
-    write(CORPORA / "signalr-msgpack", msgpack_seeds())
+    write_corpus(CORPORA / "signalr-json", json_seeds())
+    write_corpus(CORPORA / "signalr-msgpack", msgpack_seeds())
 
 
 if __name__ == "__main__":

@@ -10,54 +10,15 @@ same examples in both the document's and the real codec's form, and edge values.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
+from conformance.strategies.vibemq import DOCUMENT_EXAMPLES, HELLO, PING_VECTOR
+from fuzz.corpus_files import CORPORA, write_corpus
 from reference_impl.vibemq import codec
 from reference_impl.vibemq.codec import Message
 from reference_impl.vibemq.constants import CommandType, Compression
 
-CORPORA = Path(__file__).resolve().parent / "corpora"
-PING_VECTOR = bytes.fromhex("00 00 00 0E 00 01 0A 00 02 70 31 00 00 00 00 00 00 00 00")
-HELLO = {"title": "Hello", "body": "World"}
-
-#: vibemq-protocol.rst "Command Descriptions" (name -> logical JSON).
-EXAMPLES = {
-    "connect": {"id": "conn_123", "type": "connect",
-                "headers": {"authPassword": "my-secret-password", "clientVersion": "1.0.0"}},
-    "connectAck": {"id": "conn_123", "type": "connectAck",
-                   "headers": {"serverVersion": "1.0.0", "connectionId": "srv_456"}},
-    "disconnect": {"id": "disc_123", "type": "disconnect"},
-    "ping": {"id": "ping_123", "type": "ping"},
-    "pong": {"id": "ping_123", "type": "pong"},
-    "publish": {"id": "msg_123", "type": "publish", "queue": "notifications", "payload": HELLO,
-                "headers": {"priority": "high", "correlationId": "corr_456",
-                            "timestamp": "2026-02-18T10:30:00Z"}},
-    "publishAck": {"id": "msg_123", "type": "publishAck",
-                   "headers": {"messageId": "msg_123", "queueName": "notifications"}},
-    "subscribe": {"id": "sub_123", "type": "subscribe", "queue": "notifications"},
-    "subscribeAck": {"id": "sub_123", "type": "subscribeAck",
-                     "headers": {"queueName": "notifications", "subscriptionId": "sub_123"}},
-    "unsubscribe": {"id": "unsub_123", "type": "unsubscribe", "queue": "notifications"},
-    "unsubscribeAck": {"id": "unsub_123", "type": "unsubscribeAck",
-                       "headers": {"queueName": "notifications"}},
-    "deliver": {"id": "msg_123", "type": "deliver", "queue": "notifications", "payload": HELLO,
-                "headers": {"priority": "high", "deliveryAttempts": "1"}},
-    "ack": {"id": "ack_123", "type": "ack", "headers": {"messageId": "msg_123"}},
-    "createQueue": {"id": "create_123", "type": "createQueue", "queue": "my-queue",
-                    "headers": {"deliveryMode": "RoundRobin", "maxQueueSize": "10000",
-                                "messageTtl": "3600000"}},
-    "deleteQueue": {"id": "delete_123", "type": "deleteQueue", "queue": "my-queue"},
-    "queueInfo-request": {"id": "info_123", "type": "queueInfo", "queue": "my-queue"},
-    "queueInfo-response": {"id": "info_123", "type": "queueInfo", "queue": "my-queue",
-                           "payload": {"name": "my-queue", "messageCount": 42, "subscriberCount": 3,
-                                       "deliveryMode": "RoundRobin", "maxSize": 10000,
-                                       "createdAt": "2026-02-18T10:00:00Z"}},
-    "listQueues-request": {"id": "list_123", "type": "listQueues"},
-    "listQueues-response": {"id": "list_123", "type": "listQueues",
-                            "payload": ["queue1", "queue2", "queue3"]},
-    "error": {"id": "err_123", "type": "error", "errorCode": "AUTH_FAILED",
-              "errorMessage": "Invalid username or password"},
-}
+#: The document's single-message examples (the exchange ones are below, as whole sides).
+EXAMPLES = {name[0].lower() + name[1:]: obj for name, obj in DOCUMENT_EXAMPLES.items()
+            if not name.startswith("exchange-")}
 
 #: "Exchange Examples", each a client's or a server's side.
 EXCHANGES = {
@@ -125,18 +86,9 @@ def message_seeds() -> dict[str, bytes]:
     return seeds
 
 
-def write(folder: Path, seeds: dict[str, bytes]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.iterdir():
-        if old.is_file():
-            old.unlink()
-    for name, data in seeds.items():
-        (folder / name).write_bytes(data)
-
-
 def main() -> None:
-    write(CORPORA / "vibemq", stream_seeds())
-    write(CORPORA / "vibemq-message", message_seeds())
+    write_corpus(CORPORA / "vibemq", stream_seeds())
+    write_corpus(CORPORA / "vibemq-message", message_seeds())
 
 
 if __name__ == "__main__":

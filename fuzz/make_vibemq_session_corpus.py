@@ -6,15 +6,14 @@ Connect, an unknown command type, a bad payload, a bad length, invalid names), a
 sessions in the real server's profile (last byte ``R``) and protocol 1.0 framing (``0``)."""
 from __future__ import annotations
 
-from pathlib import Path
-
+from conformance.strategies.vibemq import HELLO
+from fuzz.corpus_files import CORPORA, write_corpus
 from reference_impl.vibemq import codec
 from reference_impl.vibemq.codec import Message
 from reference_impl.vibemq.constants import CommandType as T, Compression
 
-CORPUS = Path(__file__).resolve().parent / "corpora" / "vibemq-session"
+CORPUS = CORPORA / "vibemq-session"
 AUTH = {"authPassword": "vibemq", "clientVersion": "1.0.0"}
-HELLO = {"title": "Hello", "body": "World"}
 
 
 def connect(cid: str = "conn_1", **headers) -> Message:
@@ -101,9 +100,7 @@ def seeds() -> dict[str, bytes]:
 
 
 def main() -> None:
-    CORPUS.mkdir(parents=True, exist_ok=True)
-    for name, data in seeds().items():
-        (CORPUS / name).write_bytes(data)
+    write_corpus(CORPUS, seeds())
     print(f"{len(seeds())} seeds in {CORPUS}")
 
 

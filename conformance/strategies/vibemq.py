@@ -363,3 +363,65 @@ class DecoderSpec:
     def load(self, slot: str):
         assert slot == "strategies", slot
         return sys.modules[__name__]
+
+
+# --- the document's examples (facts the tests and the fuzz corpora share) --------------------
+
+#: SPEC_NOTES.md, VibeMQ: Ping with id "p1" in the real codec's form.
+PING_VECTOR = bytes.fromhex("00 00 00 0E 00 01 0A 00 02 70 31 00 00 00 00 00 00 00 00")
+
+#: vibemq-protocol.rst "Command Descriptions" and "Exchange Examples" (name -> logical JSON).
+HELLO = {"title": "Hello", "body": "World"}
+DOCUMENT_EXAMPLES = {
+    "Connect": {"id": "conn_123", "type": "connect",
+                "headers": {"authPassword": "my-secret-password", "clientVersion": "1.0.0"}},
+    "ConnectAck": {"id": "conn_123", "type": "connectAck",
+                   "headers": {"serverVersion": "1.0.0", "connectionId": "srv_456"}},
+    "Disconnect": {"id": "disc_123", "type": "disconnect"},
+    "Ping": {"id": "ping_123", "type": "ping"},
+    "Pong": {"id": "ping_123", "type": "pong"},
+    "Publish": {"id": "msg_123", "type": "publish", "queue": "notifications", "payload": HELLO,
+                "headers": {"priority": "high", "correlationId": "corr_456",
+                            "timestamp": "2026-02-18T10:30:00Z"}},
+    "PublishAck": {"id": "msg_123", "type": "publishAck",
+                   "headers": {"messageId": "msg_123", "queueName": "notifications"}},
+    "Subscribe": {"id": "sub_123", "type": "subscribe", "queue": "notifications"},
+    "SubscribeAck": {"id": "sub_123", "type": "subscribeAck",
+                     "headers": {"queueName": "notifications", "subscriptionId": "sub_123"}},
+    "Unsubscribe": {"id": "unsub_123", "type": "unsubscribe", "queue": "notifications"},
+    "UnsubscribeAck": {"id": "unsub_123", "type": "unsubscribeAck",
+                       "headers": {"queueName": "notifications"}},
+    "Deliver": {"id": "msg_123", "type": "deliver", "queue": "notifications", "payload": HELLO,
+                "headers": {"priority": "high", "deliveryAttempts": "1"}},
+    "Ack": {"id": "ack_123", "type": "ack", "headers": {"messageId": "msg_123"}},
+    "CreateQueue": {"id": "create_123", "type": "createQueue", "queue": "my-queue",
+                    "headers": {"deliveryMode": "RoundRobin", "maxQueueSize": "10000",
+                                "messageTtl": "3600000"}},
+    "DeleteQueue": {"id": "delete_123", "type": "deleteQueue", "queue": "my-queue"},
+    "QueueInfo-request": {"id": "info_123", "type": "queueInfo", "queue": "my-queue"},
+    "QueueInfo-response": {"id": "info_123", "type": "queueInfo", "queue": "my-queue",
+                           "payload": {"name": "my-queue", "messageCount": 42, "subscriberCount": 3,
+                                       "deliveryMode": "RoundRobin", "maxSize": 10000,
+                                       "createdAt": "2026-02-18T10:00:00Z"}},
+    "ListQueues-request": {"id": "list_123", "type": "listQueues"},
+    "ListQueues-response": {"id": "list_123", "type": "listQueues",
+                            "payload": ["queue1", "queue2", "queue3"]},
+    "Error": {"id": "err_123", "type": "error", "errorCode": "AUTH_FAILED",
+              "errorMessage": "Invalid username or password"},
+    # "Exchange Examples"
+    "exchange-connect": {"id": "conn_001", "type": "connect",
+                         "headers": {"authPassword": "my-password",
+                                     "supported-compression": "brotli,gzip"}},
+    "exchange-connectAck": {"id": "conn_001", "type": "connectAck",
+                            "headers": {"connectionId": "srv_100",
+                                        "negotiated-compression": "brotli"}},
+    "exchange-publish": {"id": "msg_001", "type": "publish", "queue": "notifications",
+                         "payload": HELLO},
+    "exchange-publishAck": {"id": "msg_001", "type": "publishAck",
+                            "headers": {"messageId": "msg_001", "queueName": "notifications"}},
+    "exchange-deliver": {"id": "msg_001", "type": "deliver", "queue": "notifications",
+                         "payload": HELLO},
+    "exchange-ack": {"id": "ack_001", "type": "ack", "headers": {"messageId": "msg_001"}},
+    "exchange-ping": {"id": "ping_001", "type": "ping"},
+    "exchange-pong": {"id": "ping_001", "type": "pong"},
+}
