@@ -14,7 +14,7 @@ _PROTOCOLS: dict[str, "ProtocolSpec"] = {}
 
 #: Packages that register a protocol when imported (one line per protocol).
 _BUILTIN = ("reference_impl.blipmq", "reference_impl.rabbitmq_stream", "reference_impl.signalr",
-            "reference_impl.vibemq")
+            "reference_impl.vibemq", "reference_impl.micromessage2")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Micromessage2 black-box suite (micromessage2.md; readings in the README)."""

@@ -1,0 +1,447 @@
+"""The Micromessage2 codec (micromessage2.md, "Handshake" and "Frames"; errata read as the
+README's "How the kit reads the Micromessage2 document" says).
+
+A connection starts with handshakes (no flags byte): the client sends two (its offer, then the
+final one), the server one. ``[u8 major][u8 minor][u8 flags][u8 identity length][identity]
+[u16 required length][required][u16 optional length][optional]``, lengths big-endian. During
+the handshake a first byte equal to the ERROR flag (4) is an ERROR frame instead: the peer
+refuses and disconnects. Then frames, each starting with a flags byte:
+
+- no type bit: MESSAGE/SEND ``[u16 sequence][u8 dest length][dest][u16 properties length]
+  [properties][u8|u32 payload length][payload]``; CONTINUED (16) on all but the last frame of
+  a payload split into pieces (each piece a whole MESSAGE frame with the same sequence number,
+  destination and properties; nothing else between them); the decoder yields the reassembled
+  message;
+- COMMAND (1): ``[u8|u32 length][name;key=value,...]``;
+- EXTENSION (2): ``[u8 extension id][u8|u32 length][payload]``;
+- ERROR (4): ``[u8|u32 length][UTF-8 text]`` (the document gives no layout; this is the real
+  implementation's);
+- LARGE_PAYLOAD (8): the payload length is 4 bytes instead of 1.
+
+Errors (FrameError only): an unknown flag bit (UNKNOWN_TYPE), two type bits or CONTINUED on a
+non-MESSAGE frame (BAD_VALUE), a length above the limit (LENGTH_TOO_LARGE, checked before the
+body is buffered), a continued payload past ``max_message_size`` break the stream (sticky).
+A frame whose boundaries are sound but whose fields are not (bad UTF-8, bad command or property
+syntax, a FIELD rule broken) raises once, after the frame is consumed: the stream goes on.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from ..core.decoding import IncrementalDecoder
+from ..core.decoding import decode_all as _decode_all
+from ..core.errors import Category, FrameError, LengthError, PayloadError, UnknownTypeError
+from ..core.framebuffer import FrameBuffer
+from ..core.limits import Limits
+from . import syntax
+from .constants import (CONTINUATION_SIZE, DOCUMENT_MINOR, KNOWN_BITS, MAJOR_VERSION, PROTOCOL,
+                        SMALL_PAYLOAD_MAX, TYPE_BITS, FrameFlags as F)
+from .syntax import Extension
+
+_U16 = struct.Struct(">H")
+_U32 = struct.Struct(">I")
+_HS_HEAD = struct.Struct(">BBBB")       # major, minor, flags, identity length
+_MSG_HEAD = struct.Struct(">HB")        # sequence number, destination length
+_UNKNOWN_BITS = 0xFF & ~int(KNOWN_BITS)
+
+
+@dataclass(frozen=True, slots=True)
+class MM2Limits(Limits):
+    """``max_frame_size``: the largest payload length one frame may declare (the document
+    splits payloads above 1 MiB, so a conforming peer never needs more; a lenient default
+    leaves room); ``max_message_size``: the largest payload reassembled from CONTINUED frames."""
+    max_frame_size: int = 16 * 1024 * 1024
+    max_message_size: int = 64 * 1024 * 1024
+
+
+# --- frames -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Handshake:
+    """"Handshake": the client's offer, the server's reply and the client's final message."""
+    identity: str = ""
+    required: tuple[Extension, ...] = ()
+    optional: tuple[Extension, ...] = ()
+    major: int = MAJOR_VERSION
+    minor: int = DOCUMENT_MINOR
+    flags: int = 0
+
+    def names(self) -> tuple[str, ...]:
+        """Extension names in handshake order (the final handshake's order gives the ids)."""
+        return tuple(e.name for e in self.required + self.optional)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """MESSAGE (server -> client) or SEND (client -> server). ``properties``: (key, value)
+    pairs as written (values are FILTER_VALUE text in the document's reading). ``pieces``:
+    how many frames carried it (more than 1: CONTINUED frames); ``large``: LARGE_PAYLOAD."""
+    sequence: int
+    destination: str = ""
+    payload: bytes = b""
+    properties: tuple[tuple[str, str], ...] = ()
+    large: bool = field(default=False, compare=False)
+    pieces: int = field(default=1, compare=False)
+
+    def property(self, key: str, default: Optional[str] = None) -> Optional[str]:
+        for k, v in self.properties:
+            if k == key:
+                return v
+        return default
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """COMMAND: ``name;key=value,...`` (values URL-decoded)."""
+    name: str
+    args: tuple[tuple[str, str], ...] = ()
+    large: bool = field(default=False, compare=False)
+
+    def arg(self, key: str, default: Optional[str] = None) -> Optional[str]:
+        for k, v in self.args:
+            if k == key:
+                return v
+        return default
+
+
+@dataclass(frozen=True, slots=True)
+class ExtensionFrame:
+    """EXTENSION: the id of an extension from the final handshake (1-based) and its payload."""
+    extension_id: int
+    payload: bytes = b""
+    large: bool = field(default=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Error:
+    """ERROR: a text for humans."""
+    text: str = ""
+    large: bool = field(default=False, compare=False)
+
+
+Frame = Union[Handshake, Message, Command, ExtensionFrame, Error]
+
+
+def _err(cls, message: str, category: Category, offset: int) -> FrameError:
+    return cls(message, category=category, protocol=PROTOCOL, offset=offset)
+
+
+# --- encoding ---------------------------------------------------------------------------------
+
+def _ascii(text: str, what: str) -> bytes:
+    try:
+        return text.encode("ascii")
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} must be ASCII") from None
+
+
+def encode_handshake(hs: Handshake) -> bytes:
+    identity = _ascii(hs.identity, "the identity")
+    required = _ascii(syntax.format_extensions(hs.required), "the extension list")
+    optional = _ascii(syntax.format_extensions(hs.optional), "the extension list")
+    if len(identity) > 0xFF or len(required) > 0xFFFF or len(optional) > 0xFFFF:
+        raise ValueError("a handshake field is longer than its length prefix allows")
+    return (_HS_HEAD.pack(hs.major, hs.minor, hs.flags, len(identity)) + identity
+            + _U16.pack(len(required)) + required + _U16.pack(len(optional)) + optional)
+
+
+def _length(n: int, large: bool) -> tuple[int, bytes]:
+    if large or n > SMALL_PAYLOAD_MAX:
+        return F.LARGE_PAYLOAD, _U32.pack(n)
+    return 0, bytes((n,))
+
+
+def _message_frame(m: Message, piece: bytes, continued: bool) -> bytes:
+    dest = m.destination.encode("utf-8")
+    props = syntax.format_properties(m.properties).encode("utf-8")
+    if len(dest) > 0xFF or len(props) > 0xFFFF:
+        raise ValueError("destination or properties longer than the length prefix allows")
+    flag, plen = _length(len(piece), m.large)
+    flags = flag | (F.CONTINUED if continued else 0)
+    return (bytes((flags,)) + _MSG_HEAD.pack(m.sequence, len(dest)) + dest
+            + _U16.pack(len(props)) + props + plen + piece)
+
+
+def encode_message(m: Message, piece_size: int = CONTINUATION_SIZE) -> bytes:
+    """One frame, or CONTINUED frames of ``piece_size`` bytes when the payload is larger."""
+    if not 0 <= m.sequence <= 0xFFFF:
+        raise ValueError("the sequence number is a u16")
+    payload = bytes(m.payload)
+    if len(payload) <= piece_size:
+        return _message_frame(m, payload, False)
+    pieces = [payload[i:i + piece_size] for i in range(0, len(payload), piece_size)]
+    return b"".join(_message_frame(m, p, i < len(pieces) - 1) for i, p in enumerate(pieces))
+
+
+def _with_payload(type_bit: int, payload: bytes, large: bool, prefix: bytes = b"") -> bytes:
+    flag, plen = _length(len(payload), large)
+    return bytes((type_bit | flag,)) + prefix + plen + payload
+
+
+def encode(frame: Frame) -> bytes:
+    if isinstance(frame, Message):
+        return encode_message(frame)
+    if isinstance(frame, Handshake):
+        return encode_handshake(frame)
+    if isinstance(frame, Command):
+        text = syntax.format_command(frame.name, frame.args).encode("utf-8")
+        return _with_payload(F.COMMAND, text, frame.large)
+    if isinstance(frame, ExtensionFrame):
+        if not 0 <= frame.extension_id <= 0xFF:
+            raise ValueError("an extension id is one byte")
+        return _with_payload(F.EXTENSION, bytes(frame.payload), frame.large, bytes((frame.extension_id,)))
+    if isinstance(frame, Error):
+        return _with_payload(F.ERROR, frame.text.encode("utf-8"), frame.large)
+    raise TypeError(f"not a Micromessage2 frame: {frame!r}")
+
+
+# --- decoding ---------------------------------------------------------------------------------
+
+class Decoder(IncrementalDecoder):
+    """Incremental decoder of one direction of a connection. ``handshakes``: how many
+    handshake messages come first (2 from a client, 1 from a server, 0 for frames alone).
+    ``strict``: the document's FIELD rule for command names and keys (profile ``document``)."""
+
+    protocol = PROTOCOL
+
+    def __init__(self, limits: Optional[MM2Limits] = None, handshakes: int = 0,
+                 strict: bool = True) -> None:
+        self.limits = limits or MM2Limits()
+        self.handshakes = handshakes
+        self.strict = strict
+        self._buf = FrameBuffer()
+        self._error: Optional[FrameError] = None
+        self._partial: Optional[list] = None   # seq, dest, properties text, large, data, pieces
+
+    def receive(self, data: bytes) -> None:
+        if self._error is None:
+            self._buf.feed(data)
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def eof(self) -> None:
+        """The stream ended: a partial frame, or a CONTINUED message without its last piece, is
+        truncated."""
+        super().eof()
+        if self._error is None and self._partial is not None:
+            raise _err(PayloadError, f"stream ended inside a CONTINUED message ({self._partial[5]} "
+                       "pieces read)", Category.TRUNCATED, self._buf.offset)
+
+    def _fail(self, exc: FrameError) -> FrameError:
+        self._error = exc
+        return exc
+
+    def next_frame(self) -> Optional[Frame]:
+        if self._error is not None:
+            raise self._error
+        while True:
+            if not len(self._buf):
+                return None
+            if self.handshakes > 0:
+                first = self._buf.peek(1)
+                if first[0] != F.ERROR:
+                    return self._handshake()
+                self.handshakes = 0          # an ERROR instead of a handshake: the peer gives up
+            frame = self._frame()
+            if frame is None:
+                return None
+            if frame is _PIECE:
+                continue                     # a CONTINUED piece was buffered; read on
+            return frame
+
+    # -- handshake -----------------------------------------------------------------------------
+
+    def _handshake(self) -> Optional[Handshake]:
+        buf = self._buf
+        start = buf.offset
+        head = buf.unpack(_HS_HEAD)
+        if head is None:
+            return None
+        major, minor, flags, idlen = head
+        pos = 4 + idlen
+        req_len = buf.unpack(_U16, pos)
+        if req_len is None:
+            return None
+        pos += 2 + req_len[0]
+        opt_len = buf.unpack(_U16, pos)
+        if opt_len is None:
+            return None
+        total = pos + 2 + opt_len[0]
+        if len(buf) < total:
+            return None
+        raw = buf.take(total)
+        self.handshakes -= 1                 # consumed, whatever its fields turn out to be
+        identity = self._text(raw, 4, 4 + idlen, "the identity", start, ascii=True)
+        r0 = 4 + idlen + 2
+        required = self._text(raw, r0, r0 + req_len[0], "RequiredExtensions", start, ascii=True)
+        o0 = r0 + req_len[0] + 2
+        optional = self._text(raw, o0, o0 + opt_len[0], "OptionalExtensions", start, ascii=True)
+        return Handshake(identity, syntax.parse_extensions(required, self.strict, start + r0),
+                         syntax.parse_extensions(optional, self.strict, start + o0),
+                         major, minor, flags)
+
+    @staticmethod
+    def _text(raw: bytes, a: int, b: int, what: str, base: int, ascii: bool = False) -> str:
+        try:
+            return raw[a:b].decode("ascii" if ascii else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise _err(PayloadError, f"{what} is not {'ASCII' if ascii else 'UTF-8'}",
+                       Category.BAD_ENCODING, base + a + exc.start) from None
+
+    # -- frames --------------------------------------------------------------------------------
+
+    def _payload_length(self, flags: int, at: int) -> Optional[tuple[int, int]]:
+        """(length, size of the length field) at ``at`` bytes past the read offset."""
+        if flags & F.LARGE_PAYLOAD:
+            got = self._buf.unpack(_U32, at)
+            if got is None:
+                return None
+            n, size = got[0], 4
+        else:
+            got = self._buf.peek(at + 1)
+            if got is None:
+                return None
+            n, size = got[at], 1
+        if n > self.limits.max_frame_size:
+            raise self._fail(_err(LengthError, f"payload length {n} above the limit "
+                                  f"{self.limits.max_frame_size}", Category.LENGTH_TOO_LARGE,
+                                  self._buf.offset + at))
+        return n, size
+
+    def _frame(self):
+        buf = self._buf
+        start = buf.offset
+        flags = buf.peek(1)[0]
+        if flags & _UNKNOWN_BITS:
+            raise self._fail(_err(UnknownTypeError, f"unknown flag bits 0x{flags & _UNKNOWN_BITS:02x} "
+                                  f"in flags 0x{flags:02x}", Category.UNKNOWN_TYPE, start))
+        kind = flags & TYPE_BITS
+        if kind & (kind - 1):
+            raise self._fail(_err(PayloadError, f"flags 0x{flags:02x} name two frame types",
+                                  Category.BAD_VALUE, start))
+        if kind and flags & F.CONTINUED:
+            raise self._fail(_err(PayloadError, "CONTINUED is defined for MESSAGE frames only",
+                                  Category.BAD_VALUE, start))
+        if self._partial is not None and kind:
+            raise self._fail(_err(PayloadError, "a frame came between the pieces of a CONTINUED "
+                                  "message", Category.BAD_VALUE, start))
+        large = bool(flags & F.LARGE_PAYLOAD)
+        if kind == 0:
+            return self._message(flags, start, large)
+        prefix = 1 if kind == F.EXTENSION else 0
+        got = self._payload_length(flags, 1 + prefix)
+        if got is None:
+            return None
+        n, size = got
+        head = 1 + prefix + size
+        if len(buf) < head + n:
+            return None
+        ext_id = buf.peek(2)[1] if prefix else 0
+        payload = buf.take(n, head)
+        if kind == F.EXTENSION:
+            return ExtensionFrame(ext_id, payload, large)
+        if kind == F.ERROR:
+            return Error(self._text(payload, 0, n, "the ERROR text", start + head), large)
+        text = self._text(payload, 0, n, "the command", start + head)
+        name, args = syntax.parse_command(text, self.strict, start + head)
+        return Command(name, args, large)
+
+    def _message(self, flags: int, start: int, large: bool):
+        buf = self._buf
+        head = buf.unpack(_MSG_HEAD, 1)
+        if head is None:
+            return None
+        seq, dlen = head
+        pos = 4 + dlen
+        plen = buf.unpack(_U16, pos)
+        if plen is None:
+            return None
+        pos += 2 + plen[0]
+        got = self._payload_length(flags, pos)
+        if got is None:
+            return None
+        n, size = got
+        total = pos + size + n
+        if len(buf) < total:
+            return None
+        continued = bool(flags & F.CONTINUED)
+        so_far = len(self._partial[4]) if self._partial is not None else 0
+        if (continued or self._partial is not None) and so_far + n > self.limits.max_message_size:
+            raise self._fail(_err(LengthError, f"CONTINUED payload above the limit "
+                                  f"{self.limits.max_message_size}", Category.LENGTH_TOO_LARGE, start))
+        raw = buf.take(total)
+        dest = self._text(raw, 4, 4 + dlen, "the destination", start)
+        props = self._text(raw, 6 + dlen, 6 + dlen + plen[0], "the properties", start)
+        payload = raw[total - n:]
+        if self._partial is not None:
+            p_seq, p_dest, p_props, p_large, data, count = self._partial
+            if (seq, dest, props) != (p_seq, p_dest, p_props):
+                self._partial = None
+                raise self._fail(_err(PayloadError, "a CONTINUED piece names another sequence number, "
+                                      "destination or properties", Category.BAD_VALUE, start))
+            data += payload
+            if continued:
+                self._partial[5] = count + 1
+                return _PIECE
+            self._partial = None
+            return self._finish(seq, dest, props, bytes(data), p_large, count + 1, start)
+        if continued:
+            # The raw properties text is kept to compare the later pieces with.
+            self._partial = [seq, dest, props, large, bytearray(payload), 1]
+            return _PIECE
+        return self._finish(seq, dest, props, payload, large, 1, start)
+
+    @staticmethod
+    def _finish(seq: int, dest: str, props: str, payload: bytes, large: bool, pieces: int,
+                start: int) -> Message:
+        return Message(seq, dest, payload, syntax.parse_properties(props, start), large, pieces)
+
+
+_PIECE = object()
+
+
+def make_decoder(limits=None, origin=None, profile=None, handshakes=None) -> Decoder:
+    """Registry factory. ``origin``: who sent the bytes: ``client`` (two handshakes first),
+    ``server`` (one), None (frames only, after the handshake). ``profile``: ``sharpmessaging``
+    reads names leniently (see :mod:`.syntax`)."""
+    if handshakes is None:
+        handshakes = {"client": 2, "server": 1}.get(origin, 0)
+    return Decoder(limits, handshakes, strict=profile != "sharpmessaging")
+
+
+def decode_all(data: bytes, origin=None, profile=None) -> list[Frame]:
+    return _decode_all(make_decoder(origin=origin, profile=profile), data)
+
+
+# --- reporting --------------------------------------------------------------------------------
+
+def _shown(data: bytes) -> dict:
+    try:
+        return {"payload": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"payload_hex": data.hex()}
+
+
+def frame_to_dict(frame: Frame) -> dict:
+    if isinstance(frame, Handshake):
+        return {"type": "Handshake", "version": f"{frame.major}.{frame.minor}", "flags": frame.flags,
+                "identity": frame.identity, "required": syntax.format_extensions(frame.required),
+                "optional": syntax.format_extensions(frame.optional)}
+    if isinstance(frame, Message):
+        d = {"type": "Message", "sequence": frame.sequence, "destination": frame.destination,
+             "properties": syntax.format_properties(frame.properties), "length": len(frame.payload)}
+        if frame.pieces > 1:
+            d["pieces"] = frame.pieces
+        d.update(_shown(frame.payload[:256]))
+        return d
+    if isinstance(frame, Command):
+        return {"type": "Command", "name": frame.name, "args": dict(frame.args)}
+    if isinstance(frame, ExtensionFrame):
+        return {"type": "Extension", "id": frame.extension_id, "payload_hex": frame.payload.hex()}
+    if isinstance(frame, Error):
+        return {"type": "Error", "text": frame.text}
+    return {"type": type(frame).__name__}

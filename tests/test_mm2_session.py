@@ -1,0 +1,107 @@
+"""The Micromessage2 server session in memory (no sockets, time passed in): handshake outcomes
+in both profiles, the pusher's window and its sequence numbers across the 65535 -> 1 wrap,
+delayed acks, queue redelivery when a receiver goes away."""
+import struct
+
+import pytest
+
+from reference_impl.micromessage2 import codec
+from reference_impl.micromessage2.codec import Command, Error, ExtensionFrame, Handshake, Message
+from reference_impl.micromessage2.session import MM2Session, SessionConfig
+from reference_impl.micromessage2.state import BrokerState
+from reference_impl.micromessage2.syntax import parse_extensions
+
+
+class Peer:
+    """A client talking to one session; decodes what the session answers."""
+
+    def __init__(self, state, profile="document", **cfg):
+        self.session = MM2Session(state, SessionConfig.for_profile(profile, **cfg))
+        self.decoder = codec.make_decoder(origin="server", profile=profile)
+        self.frames = []
+        self.session.attach(lambda out: self.frames.extend(self.decoder.feed(b"".join(out))), lambda: None)
+        self.now = 0.0
+
+    def send(self, *frames):
+        out = self.session.receive(b"".join(codec.encode(f) for f in frames), self.now)
+        self.frames.extend(self.decoder.feed(b"".join(out)))
+        got, self.frames = self.frames, []
+        return got
+
+    def handshake(self, required="pubsub", optional=""):
+        offer = Handshake("t", parse_extensions(required), parse_extensions(optional))
+        reply = self.send(offer)
+        assert len(reply) == 1 and isinstance(reply[0], Handshake), reply
+        final = Handshake("t", offer.required + tuple(e for e in reply[0].required if e.name not in offer.names()),
+                          tuple(e for e in reply[0].optional if e.name in offer.names()))
+        assert self.send(final) == []
+        return reply[0]
+
+
+def test_handshake_refusals_document():
+    state = BrokerState()
+    p = Peer(state)
+    got = p.send(Handshake("t", parse_extensions("x-nope")))
+    assert isinstance(got[0], Error) and p.session.closed
+    p = Peer(state)
+    assert isinstance(p.send(Handshake("t", major=2))[0], Error) and p.session.closed
+
+
+def test_handshake_sharpmessaging_keeps_the_connection_and_answers_1_1():
+    state = BrokerState()
+    p = Peer(state, "sharpmessaging")
+    got = p.send(Handshake("t", parse_extensions("x-nope")))
+    assert isinstance(got[0], Error) and not p.session.closed
+    p.decoder = codec.make_decoder(origin="server", profile="sharpmessaging")   # a new offer
+    reply = p.send(Handshake("hulk", parse_extensions("ack")))[0]
+    assert (reply.major, reply.minor) == (1, 1)
+    assert reply.names() == ("ack", "dotnet")                      # Required = union, Optional - Required
+    p2 = Peer(state, "sharpmessaging")
+    reply = p2.send(Handshake("t"))[0]
+    assert str(reply.optional[0]) == "ack:MessagesPerAck=10,AckExpireTime=500"
+
+
+def test_pusher_window_and_wrap():
+    state = BrokerState()
+    sub = Peer(state)
+    sub.handshake("pubsub;batch-ack:max-count=3")
+    sub.session.outbox.last = 65533                              # as after 65,533 deliveries
+    assert sub.send(Command("subscribe", (("destination", "topic/t"),))) == []
+    pub = Peer(state)
+    pub.handshake()
+    pub.send(*[Message(i, "topic/t", b"%d" % i) for i in range(1, 8)])
+    first = sub.frames
+    sub.frames = []
+    assert [m.sequence for m in first] == [65534, 65535, 1]          # window 3, across the wrap
+    got = sub.send(ExtensionFrame(2, struct.pack(">H", 1)))          # cumulative ack across the wrap
+    assert [m.sequence for m in got] == [2, 3, 4]
+    got = sub.send(ExtensionFrame(2, struct.pack(">H", 3)))          # early ack of 2 of 3
+    assert [m.sequence for m in got] == [5]
+    assert isinstance(sub.send(ExtensionFrame(2, struct.pack(">H", 3)))[0], Error)   # no longer in flight
+
+
+def test_delayed_ack_of_sends():
+    state = BrokerState()
+    p = Peer(state, ack_delay=0.25)
+    p.handshake("pubsub;batch-ack:max-count=4")
+    assert p.send(Message(1, "q", b"a")) == []
+    assert p.session.next_deadline() == pytest.approx(0.25)
+    assert p.session.tick(0.1) == []
+    out = p.session.tick(0.3)
+    assert codec.decode_all(b"".join(out)) == [ExtensionFrame(2, b"\x00\x01")]
+    assert p.session.next_deadline() is None
+
+
+def test_queue_message_redelivered_when_receiver_leaves():
+    state = BrokerState()
+    a, b = Peer(state), Peer(state)
+    a.handshake("pubsub;ack")
+    b.handshake("pubsub;ack")
+    a.send(Command("subscribe", (("destination", "jobs"),)))
+    pub = Peer(state)
+    pub.handshake()
+    pub.send(Message(1, "jobs", b"job-1"))
+    assert [m.payload for m in a.frames] == [b"job-1"]
+    b.send(Command("subscribe", (("destination", "jobs"),)))
+    a.session.connection_lost()                                      # never acked
+    assert [m.payload for m in b.frames] == [b"job-1"]
