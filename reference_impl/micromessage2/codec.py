@@ -86,10 +86,7 @@ class Message:
     pieces: int = field(default=1, compare=False)
 
     def property(self, key: str, default: Optional[str] = None) -> Optional[str]:
-        for k, v in self.properties:
-            if k == key:
-                return v
-        return default
+        return syntax.lookup(self.properties, key, default)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +97,7 @@ class Command:
     large: bool = field(default=False, compare=False)
 
     def arg(self, key: str, default: Optional[str] = None) -> Optional[str]:
-        for k, v in self.args:
-            if k == key:
-                return v
-        return default
+        return syntax.lookup(self.args, key, default)
 
 
 @dataclass(frozen=True, slots=True)

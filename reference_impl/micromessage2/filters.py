@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Optional, Union
 
-from .syntax import url_decode
+from .syntax import lookup, url_decode
 from ..core.errors import FrameError
 
 #: Longest first, so ``<=`` is not read as ``<``.
@@ -95,7 +95,7 @@ class Condition:
     value: Value
 
     def matches(self, properties, typed: bool = True) -> bool:
-        raw = _lookup(properties, self.name)
+        raw = lookup(properties, self.name)
         if raw is None:
             return False
         if typed:
@@ -148,14 +148,6 @@ def _show(value: Value) -> str:
     from .syntax import url_encode
     kind, v = value
     return kind + (url_encode(v) if kind == "T" else str(v))
-
-
-def _lookup(properties, name: str) -> Optional[str]:
-    items = properties.items() if isinstance(properties, dict) else properties
-    for k, v in items:
-        if k == name:
-            return v
-    return None
 
 
 def parse_filter(text: str) -> Filter:

@@ -73,6 +73,12 @@ def url_decode(text: str, offset: int = 0) -> str:
         raise _bad("percent-escapes do not decode as UTF-8", offset, Category.BAD_ENCODING) from None
 
 
+def lookup(pairs, key: str, default: str | None = None) -> str | None:
+    """The value of the first ``(key, value)`` pair named ``key`` (pairs or a dict)."""
+    items = pairs.items() if isinstance(pairs, dict) else pairs
+    return next((v for k, v in items if k == key), default)
+
+
 # --- extension lists ("Handshake") ------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +89,7 @@ class Extension:
     properties: tuple[tuple[str, str], ...] = field(default=())
 
     def get(self, key: str, default: str | None = None) -> str | None:
-        for k, v in self.properties:
-            if k == key:
-                return v
-        return default
+        return lookup(self.properties, key, default)
 
     def __str__(self) -> str:
         return format_extensions((self,))
