@@ -15,9 +15,9 @@ EXPECTED = [
     "blipmq.split.whole", "blipmq.split.1byte", "blipmq.split.random",
     "blipmq.linear.whole.4x", "blipmq.linear.1byte.4x",
     "scapy.dissect.ping", "scapy.dissect.publish32", "scapy.dissect.publish64k",
-    *(f"rmqs.decode.{kind}.whole{suffix}"
+    *(f"rmqs.decode.{kind}{suffix}"
       for kind in ("deliver100x100", "deliver100xvar", "deliver1x16", "confirm")
-      for suffix in ("", ".mbps")),
+      for suffix in (".whole", ".whole.mbps", ".feedlist")),
     *(f"rmqs.rstream.decode.{kind}"
       for kind in ("deliver100x100", "deliver100xvar", "deliver1x16", "confirm")),
     *(f"rmqs.scapy.dissect.{kind}" for kind in ("deliver100x100", "deliver1x16", "confirm")),

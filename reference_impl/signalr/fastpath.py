@@ -233,8 +233,9 @@ def json_v1_batch(block: bytes) -> list:
         except error:
             append(None)
             continue
+        # too_deep counts brackets in a str as in bytes: no re-encoding of every long record.
         if type(obj) is not dict or (check_digits and _long_digits(_encoded(text))) or (
-                len(text) > MAX_DEPTH and too_deep(_encoded(text))):
+                len(text) > MAX_DEPTH and too_deep(text)):
             append(None)
             continue
         kind = obj.get("type")
