@@ -30,7 +30,10 @@ class FuzzTarget:
     seeds: str = "stream"    # a seed is a whole "stream" of frames, one Osiris "chunk", a
                              # client "session" (a profile marker may follow it), one
                              # "message" body (VibeMQ), or a VibeMQ client session
-                             # ("vibemq-session": Connect first, a profile marker may follow)
+                             # ("vibemq-session": Connect first, a profile marker may follow),
+                             # a Micromessage2 side from its handshake ("mm2-handshake") or a
+                             # Micromessage2 client session ("mm2-session": the offer first, a
+                             # profile marker may follow)
 
 
 TARGETS = {t.name: t for t in (
@@ -56,6 +59,12 @@ TARGETS = {t.name: t for t in (
                "vibemq", seeds="message"),
     FuzzTarget("vibemq_session", "fuzz.fuzz_vibemq_session", "vibemq-session", "vibemq.dict",
                "vibemq", seeds="vibemq-session"),
+    FuzzTarget("mm2_decoder", "fuzz.fuzz_mm2_decoder", "micromessage2", "micromessage2.dict",
+               "micromessage2"),
+    FuzzTarget("mm2_handshake", "fuzz.fuzz_mm2_handshake", "micromessage2-handshake",
+               "micromessage2.dict", "micromessage2", seeds="mm2-handshake"),
+    FuzzTarget("mm2_session", "fuzz.fuzz_mm2_session", "micromessage2-session", "micromessage2.dict",
+               "micromessage2", seeds="mm2-session"),
 )}
 
 

@@ -12,6 +12,7 @@ from conformance.strategies.invariants import decode_whole
 from fuzz.run_smoke import TARGETS, run_target
 from reference_impl.core import registry
 from reference_impl.core.errors import FrameError
+from reference_impl.micromessage2 import codec as mm2_codec
 from reference_impl.signalr import codec as signalr_codec
 from reference_impl.signalr.messages import HandshakeRequest
 from reference_impl.vibemq import codec as vibemq_codec
@@ -22,7 +23,8 @@ ENTRY_POINTS = {name: importlib.import_module(t.module).TestOneInput for name, t
 #: Seeds each corpus must have at least (the document's samples, sessions, real captures...).
 MIN_SEEDS = {"blipmq": 9, "rabbitmq-stream": 40, "rabbitmq-stream-chunk": 10, "signalr-json": 15,
              "signalr-msgpack": 15, "signalr-session": 8, "vibemq": 40, "vibemq-message": 45,
-             "vibemq-session": 18}
+             "vibemq-session": 18, "micromessage2": 28, "micromessage2-handshake": 22,
+             "micromessage2-session": 42}
 
 
 def _files(folder: Path) -> list[Path]:
@@ -55,6 +57,27 @@ def _seed_problem(target, data: bytes):
         except FrameError as exc:
             return f"the first frame does not decode: {exc}"
         return None if first is not None and first.type == vibemq_codec.CommandType.CONNECT else "no Connect first"
+    if target.seeds == "mm2-handshake":
+        # A client's side (offer, final, frames) or a server's (reply or ERROR, frames), read
+        # whole without an error in some profile.
+        from fuzz.harness_mm2 import PROFILES, decode_events, make
+        for handshakes in (2, 1):
+            for profile in PROFILES:
+                events = decode_events(data, [len(data)], make(profile, handshakes))
+                if events and all(e[0] == "frame" for e in events) and isinstance(
+                        events[0][1], (mm2_codec.Handshake, mm2_codec.Error)):
+                    return None
+        return "neither a client's nor a server's side that decodes"
+    if target.seeds == "mm2-session":              # the offer first, in the profile the target picks
+        from fuzz.harness_mm2 import profile_of
+        profile, stream = profile_of(data)
+        decoder = mm2_codec.make_decoder(origin="client", profile=profile)
+        decoder.receive(stream)
+        try:
+            first = decoder.next_frame()
+        except FrameError as exc:
+            return f"the offer does not decode: {exc}"
+        return None if isinstance(first, mm2_codec.Handshake) else "no offer first"
     if target.seeds == "message":                  # one VibeMQ binary message
         vibemq_codec.parse_message(data)
         return None

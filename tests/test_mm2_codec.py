@@ -2,7 +2,12 @@
 category, each input decoded whole, byte by byte and in random chunks."""
 import pytest
 
-from reference_impl.core.errors import Category
+from conformance.strategies.micromessage2 import (DOCUMENT_FINAL, DOCUMENT_OFFER,
+                                                  DOCUMENT_OFFER_MISPRINTED, DOCUMENT_REPLY,
+                                                  EXTENSION_LIST_EXAMPLES, HANDSHAKE_ERROR,
+                                                  REAL_SERVER_ACK, REAL_SERVER_REPLY, SHARP_PLAIN,
+                                                  SHARP_WITH_PROPERTIES)
+from reference_impl.core.errors import Category, FrameError
 from reference_impl.micromessage2 import codec, syntax
 from reference_impl.micromessage2.codec import Command, Error, ExtensionFrame, Handshake, Message
 from reference_impl.micromessage2.syntax import Extension
@@ -15,8 +20,7 @@ def three(data, **kw):
 
 def test_sharpmessaging_vectors():
     # SPEC_NOTES "Micromessage2": vectors from the real implementation's tests.
-    plain = bytes.fromhex("00 00 02 00 00 00 06") + b"mother"
-    with_props = bytes.fromhex("00 00 02 02 4D 51 00 10") + b"last_name:kalle;" + b"\x06mother"
+    plain, with_props = SHARP_PLAIN, SHARP_WITH_PROPERTIES
     assert three(plain, profile="sharpmessaging") == ([Message(2, "", b"mother")], None)
     assert three(with_props, profile="sharpmessaging") == (
         [Message(2, "MQ", b"mother", (("last_name", "kalle"),))], None)
@@ -25,9 +29,7 @@ def test_sharpmessaging_vectors():
 
 
 def test_document_handshake_examples_with_erratum_1():
-    offer = bytes([1, 0, 0, 4]) + b"hulk" + bytes([0, 11]) + b"json;dotnet" + bytes([0, 0])
-    reply = bytes([1, 0, 0, 5]) + b"srver" + bytes([0, 0, 0, 9]) + b"batch-ack"
-    final = bytes([1, 0, 0, 4]) + b"hulk" + bytes([0, 11]) + b"json;dotnet" + bytes([0, 9]) + b"batch-ack"
+    offer, reply, final = DOCUMENT_OFFER, DOCUMENT_REPLY, DOCUMENT_FINAL
     frames, err = three(offer + final, origin="client")
     assert err is None
     assert frames[0] == Handshake("hulk", (Extension("json"), Extension("dotnet")))
@@ -36,14 +38,12 @@ def test_document_handshake_examples_with_erratum_1():
     assert codec.encode(frames[1]) == final
     # As printed (RequiredLen 10) the list ends at "json;dotne" and "t\x00" is read as an
     # OptionalLen of 29,696: the handshake never completes.
-    misprinted = bytes([1, 0, 0, 4]) + b"hulk" + bytes([0, 10]) + b"json;dotnet" + bytes([0, 0])
-    assert three(misprinted, origin="client") == ([], (Category.TRUNCATED, 0))
+    assert three(DOCUMENT_OFFER_MISPRINTED, origin="client") == ([], (Category.TRUNCATED, 0))
 
 
 def test_real_server_reply_and_ack():
     # SPEC_NOTES: the real server's reply to a client requiring "ack", then its ack of message 1.
-    data = (bytes([1, 1, 0, 15]) + b"FastSocket v1.1" + bytes([0, 3]) + b"ack" + bytes([0, 6]) + b"dotnet"
-            + bytes.fromhex("02 01 02 00 01"))
+    data = REAL_SERVER_REPLY + REAL_SERVER_ACK
     frames, err = three(data, origin="server", profile="sharpmessaging")
     assert err is None
     assert frames == [Handshake("FastSocket v1.1", (Extension("ack"),), (Extension("dotnet"),), 1, 1),
@@ -51,12 +51,11 @@ def test_real_server_reply_and_ack():
 
 
 def test_error_during_the_handshake():
-    data = bytes([4, 5]) + b"nope!"
-    assert three(data, origin="server") == ([Error("nope!")], None)
+    assert three(HANDSHAKE_ERROR, origin="server") == ([Error("nope!")], None)
 
 
 def test_extension_syntax():
-    text = "extensionName1:propName1=propValue2,propName2=Hello%20%25%20there!;json;batch-ack:max-count:100"
+    text = EXTENSION_LIST_EXAMPLES[0]
     exts = syntax.parse_extensions(text, strict=False)
     assert exts[0].properties == (("propName1", "propValue2"), ("propName2", "Hello % there!"))
     assert exts[2] == Extension("batch-ack", (("max-count", "100"),))              # erratum 3
@@ -127,3 +126,34 @@ def test_limits_before_buffering():
     with pytest.raises(Exception) as info:
         decoder.feed(wire)
     assert info.value.category == Category.LENGTH_TOO_LARGE
+
+
+@pytest.mark.parametrize("bad", [0, 1, 2])
+def test_unreadable_continued_piece_breaks_the_stream(bad):
+    # Found by fuzz/fuzz_mm2_decoder.py (fuzz/crashers/micromessage2/continued-piece-unreadable-
+    # properties): a CONTINUED piece whose properties were not UTF-8 raised a recoverable error,
+    # and the message was then reassembled without that piece. "MESSAGE": the pieces make one
+    # payload, so a piece that cannot be read breaks the stream.
+    wire = bytearray(codec.encode_message(Message(1, "q", b"AABBCC", (("n", "N1"),)), piece_size=2))
+    size = len(wire) // 3
+    wire[bad * size + 9] = 0xD0                                        # "n:N1;" -> "n:\xd01;"
+    data = bytes(wire) + codec.encode(Command("x"))
+    assert three(data) == ([], (Category.BAD_ENCODING, bad * size + 9))
+    decoder = codec.make_decoder()
+    decoder.receive(data)
+    with pytest.raises(FrameError) as first:
+        decoder.next_frame()
+    with pytest.raises(FrameError) as again:                           # sticky: no message, no x
+        decoder.next_frame()
+    assert again.value is first.value
+
+
+def test_long_error_during_the_handshake():
+    # Found by fuzz/fuzz_mm2_session.py (fuzz/crashers/micromessage2-session/long-refusal-text):
+    # an ERROR text above 255 bytes is written with LARGE_PAYLOAD (flags 12), and in the
+    # handshake phase only flags 4 was read as an ERROR: the client read the refusal as a
+    # handshake.
+    wire = codec.encode(Error("x" * 300))
+    assert wire[0] == 0x0C
+    assert three(wire, origin="server") == ([Error("x" * 300)], None)
+    assert three(wire + wire, origin="client") == ([Error("x" * 300)] * 2, None)

@@ -105,3 +105,35 @@ def test_queue_message_redelivered_when_receiver_leaves():
     b.send(Command("subscribe", (("destination", "jobs"),)))
     a.session.connection_lost()                                      # never acked
     assert [m.payload for m in b.frames] == [b"job-1"]
+
+
+def test_long_refusal_text_is_read_as_an_error():
+    # Found by fuzz/fuzz_mm2_session.py (fuzz/crashers/micromessage2-session/long-refusal-text):
+    # the ERROR refusing an offer whose extension name is not a FIELD quotes the name; above
+    # 255 bytes it has LARGE_PAYLOAD, and the client must still read it as the ERROR that
+    # replaces the server's handshake.
+    name = b"K" * 300
+    offer = bytes([1, 0, 0, 1]) + b"c" + struct.pack(">H", len(name)) + name + b"\x00\x00"
+    session = MM2Session(BrokerState(), SessionConfig())
+    out = session.receive(offer, 0.0)
+    assert session.closed
+    frames = codec.decode_all(b"".join(out), origin="server")
+    assert len(frames) == 1 and isinstance(frames[0], Error) and frames[0].large
+
+
+@pytest.mark.parametrize("profile, extension", [
+    ("document", "batch-ack:max-count=%C2%B2"),                 # "²": str.isdigit() says yes
+    ("sharpmessaging", "ack:AckExpireTime=%C2%B2"),
+    ("document", "batch-ack:count=" + "1" * 4301),              # past int()'s 4,300 digits
+])
+def test_counts_not_in_ascii_digits_are_refused(profile, extension):
+    # Found by review, confirmed with fuzz/fuzz_mm2_handshake.py and fuzz_mm2_session.py
+    # (fuzz/crashers/micromessage2-*/superscript-window): a window or AckExpireTime that
+    # str.isdigit() accepts but int() does not escaped the session as a ValueError. The final
+    # handshake is refused (ERROR, disconnect), as for any count that is not one.
+    offer = codec.encode(Handshake("t", parse_extensions(extension, strict=False)))
+    session = MM2Session(BrokerState(), SessionConfig.for_profile(profile))
+    out = session.receive(offer + offer, 0.0)
+    assert session.closed
+    frames = codec.decode_all(b"".join(out), origin="server", profile=profile)
+    assert [type(f) for f in frames] == [Handshake, Error], frames

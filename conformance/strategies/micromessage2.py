@@ -9,7 +9,9 @@ destinations, FILTER_VALUE properties, payloads around the 255-byte LARGE_PAYLOA
 expected Category)``: :func:`invalid_frames` (unknown flag bits, two type bits, CONTINUED on a
 non-MESSAGE frame, a length over the limit, a command name that is not a FIELD, bad UTF-8,
 bad percent-escapes, a property without ``:``). :func:`filter_cases` draws a filter and
-properties for the filter-evaluation property, :func:`sequences` sequence numbers.
+properties for the filter-evaluation property, :func:`sequences` sequence numbers. At the
+end, the document's examples and SPEC_NOTES' vectors as bytes and text (``SHARP_PLAIN``,
+``DOCUMENT_OFFER``, ``REAL_SERVER_REPLY``, ...), shared by the codec tests and the fuzz corpora.
 
 Strategies only: the properties are in ``tests/test_mm2_properties.py``.
 """
@@ -45,11 +47,16 @@ def extension_lists(max_size: int = 4):
     return st.lists(extensions(), max_size=max_size, unique_by=lambda e: e.name).map(tuple)
 
 
+#: Major versions a handshake can carry: in the handshake phase a first byte of 4 or 12 is an
+#: ERROR frame (codec.HANDSHAKE_ERROR_FLAGS), not a handshake of major version 4 or 12.
+majors = st.sampled_from([m for m in range(256) if m not in codec.HANDSHAKE_ERROR_FLAGS])
+
+
 @st.composite
 def handshakes(draw):
     return Handshake(draw(st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=20)),
                      draw(extension_lists()), draw(extension_lists()),
-                     draw(st.integers(0, 255)), draw(st.integers(0, 255)), draw(st.integers(0, 255)))
+                     draw(majors), draw(st.integers(0, 255)), draw(st.integers(0, 255)))
 
 
 @st.composite
@@ -150,3 +157,54 @@ def filter_cases(draw):
         st.integers(-5, 5).map(lambda n: f"N{n}"), st.text("xyz", max_size=4).map(lambda t: f"T{t}"))),
         max_size=3, unique_by=lambda kv: kv[0]))
     return ";".join(conditions), tuple(props)
+
+
+# --- the document's examples and SPEC_NOTES' vectors (facts the codec tests and the fuzz corpora
+# share: written once, here) --------------------------------------------------------------------
+
+#: SPEC_NOTES "Micromessage2", vectors from the real implementation's tests: a plain MESSAGE
+#: (sequence 2, no destination, no properties) and one to "MQ" with an untyped property.
+SHARP_PLAIN = bytes.fromhex("00 00 02 00 00 00 06") + b"mother"
+SHARP_WITH_PROPERTIES = bytes.fromhex("00 00 02 02 4D 51 00 10") + b"last_name:kalle;" + b"\x06mother"
+
+#: "Handshake", the three examples with erratum 1 applied (RequiredLen of "json;dotnet" is 11):
+#: the client's offer, the server's reply, the client's final handshake (ids json 1, dotnet 2,
+#: batch-ack 3).
+DOCUMENT_OFFER = bytes([1, 0, 0, 4]) + b"hulk" + bytes([0, 11]) + b"json;dotnet" + bytes([0, 0])
+DOCUMENT_REPLY = bytes([1, 0, 0, 5]) + b"srver" + bytes([0, 0, 0, 9]) + b"batch-ack"
+DOCUMENT_FINAL = (bytes([1, 0, 0, 4]) + b"hulk" + bytes([0, 11]) + b"json;dotnet"
+                  + bytes([0, 9]) + b"batch-ack")
+#: The offer as printed (RequiredLen 10): read so, the handshake never completes.
+DOCUMENT_OFFER_MISPRINTED = bytes([1, 0, 0, 4]) + b"hulk" + bytes([0, 10]) + b"json;dotnet" + bytes([0, 0])
+
+#: SPEC_NOTES, observed on loopback: the real client's offer (1.1, requires "ack"; it repeats it
+#: as its final handshake), the real server's reply, and its delayed ack of message 1.
+REAL_CLIENT_OFFER = bytes([1, 1, 0, 4]) + b"hulk" + bytes([0, 3]) + b"ack" + bytes([0, 0])
+REAL_SERVER_REPLY = (bytes([1, 1, 0, 15]) + b"FastSocket v1.1" + bytes([0, 3]) + b"ack"
+                     + bytes([0, 6]) + b"dotnet")
+REAL_SERVER_ACK = bytes.fromhex("02 01 02 00 01")
+#: SPEC_NOTES: what the real server offers a client that names no extension.
+REAL_SERVER_SUGGESTS = "ack:MessagesPerAck=10,AckExpireTime=500;dotnet"
+
+#: "batch-ack", the frame example with erratum 2 (flag 2, not 4; length 2): acks 1 to 4 on
+#: extension id 2.
+BATCH_ACK_EXAMPLE = bytes.fromhex("02 02 02 00 04")
+#: ".NET", the type frame example's type name (erratum 4: sent as an EXTENSION frame with the
+#: dotnet extension's id, not with flag 4 and no id).
+DOTNET_TYPE_EXAMPLE = "OneTrueError.Contracts.Reports, OneTrueError.Client"
+#: An ERROR frame in place of the server's handshake (the peer refuses).
+HANDSHAKE_ERROR = bytes([4, 5]) + b"nope!"
+
+#: "Handshake", the extension list examples (the first one's insult replaced by "there"), and
+#: the ack count's spellings of erratum 3.
+EXTENSION_LIST_EXAMPLES = (
+    "extensionName1:propName1=propValue2,propName2=Hello%20%25%20there!;json;batch-ack:max-count:100",
+    "json;xml;protobuf",
+    "json;xml;protobuf;",
+    "batch-ack:max-count=10;json;microauth",
+    "batch-ack:count=10;json;dotnet",
+    "batch-ack:batch-max=10",
+    "batch-ack",
+)
+#: "FILTER_VALUE", the table's property values (number, date, text).
+FILTER_VALUE_EXAMPLES = ("N1", "D1413198000.0", "THello%20%22world%22")

@@ -4,8 +4,8 @@ README's "How the kit reads the Micromessage2 document" says).
 A connection starts with handshakes (no flags byte): the client sends two (its offer, then the
 final one), the server one. ``[u8 major][u8 minor][u8 flags][u8 identity length][identity]
 [u16 required length][required][u16 optional length][optional]``, lengths big-endian. During
-the handshake a first byte equal to the ERROR flag (4) is an ERROR frame instead: the peer
-refuses and disconnects. Then frames, each starting with a flags byte:
+the handshake a first byte equal to the ERROR flag (4, or 12 with LARGE_PAYLOAD) is an ERROR
+frame instead: the peer refuses and disconnects. Then frames, each starting with a flags byte:
 
 - no type bit: MESSAGE/SEND ``[u16 sequence][u8 dest length][dest][u16 properties length]
   [properties][u8|u32 payload length][payload]``; CONTINUED (16) on all but the last frame of
@@ -20,7 +20,8 @@ refuses and disconnects. Then frames, each starting with a flags byte:
 
 Errors (FrameError only): an unknown flag bit (UNKNOWN_TYPE), two type bits or CONTINUED on a
 non-MESSAGE frame (BAD_VALUE), a length above the limit (LENGTH_TOO_LARGE, checked before the
-body is buffered), a continued payload past ``max_message_size`` break the stream (sticky).
+body is buffered), a continued payload past ``max_message_size``, a CONTINUED piece whose
+destination or properties are not UTF-8 break the stream (sticky).
 A frame whose boundaries are sound but whose fields are not (bad UTF-8, bad command or property
 syntax, a FIELD rule broken) raises once, after the frame is consumed: the stream goes on.
 """
@@ -45,6 +46,9 @@ _U32 = struct.Struct(">I")
 _HS_HEAD = struct.Struct(">BBBB")       # major, minor, flags, identity length
 _MSG_HEAD = struct.Struct(">HB")        # sequence number, destination length
 _UNKNOWN_BITS = 0xFF & ~int(KNOWN_BITS)
+#: First bytes read as an ERROR frame where a handshake is expected (so no handshake can have
+#: them as its major version).
+HANDSHAKE_ERROR_FLAGS = (F.ERROR, F.ERROR | F.LARGE_PAYLOAD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +241,11 @@ class Decoder(IncrementalDecoder):
                 return None
             if self.handshakes > 0:
                 first = self._buf.peek(1)
-                if first[0] != F.ERROR:
+                # An ERROR frame, with a 1-byte or (LARGE_PAYLOAD, "Flag values") a 4-byte length:
+                # the encoder writes texts above 255 bytes with 4 (a major version of 4 or 12 is
+                # refused anyway). Found by fuzz/fuzz_mm2_session.py: a long refusal text was
+                # read by the client as a handshake.
+                if first[0] not in HANDSHAKE_ERROR_FLAGS:
                     return self._handshake()
                 self.handshakes = 0          # an ERROR instead of a handshake: the peer gives up
             frame = self._frame()
@@ -368,8 +376,19 @@ class Decoder(IncrementalDecoder):
             raise self._fail(_err(LengthError, f"CONTINUED payload above the limit "
                                   f"{self.limits.max_message_size}", Category.LENGTH_TOO_LARGE, start))
         raw = buf.take(total)
-        dest = self._text(raw, 4, 4 + dlen, "the destination", start)
-        props = self._text(raw, 6 + dlen, 6 + dlen + plen[0], "the properties", start)
+        try:
+            dest = self._text(raw, 4, 4 + dlen, "the destination", start)
+            props = self._text(raw, 6 + dlen, 6 + dlen + plen[0], "the properties", start)
+        except FrameError as exc:
+            if continued or self._partial is not None:
+                # "MESSAGE": CONTINUED pieces make one payload. A piece whose destination or
+                # properties cannot be read cannot be matched with the others, and going on
+                # would yield the message without it (or its later pieces as a message of
+                # their own): the stream is broken, as for a piece naming another message.
+                # (Found by fuzz/fuzz_mm2_decoder.py.)
+                self._partial = None
+                raise self._fail(exc) from None
+            raise
         payload = raw[total - n:]
         if self._partial is not None:
             p_seq, p_dest, p_props, p_large, data, count = self._partial

@@ -35,6 +35,17 @@ from .constants import (ACK, ACK_EXPIRE_TIME, BATCH_ACK, DEFAULT_BATCH_WINDOW, D
 from .syntax import Extension
 
 WINDOW_KEYS = ("max-count", "count", "batch-max")
+#: Digits a count or a number of milliseconds may have: more than a window (at most 65,534) or
+#: AckExpireTime needs, and far below int()'s limit (4,300 digits: beyond it int() raises).
+MAX_DIGITS = 18
+
+
+def _number(raw: str) -> Optional[int]:
+    """``raw`` as a number written in ASCII digits, or None. Not ``str.isdigit()`` alone: it
+    also accepts digits int() refuses ("²", from ``%C2%B2``), which escaped as a ValueError."""
+    if not raw.isascii() or not raw.isdigit() or len(raw) > MAX_DIGITS:
+        return None
+    return int(raw)
 
 
 @dataclass(frozen=True)
@@ -126,16 +137,18 @@ def _window(ext: Extension, real: bool) -> tuple[int, Optional[float]]:
     expire = None
     if ext.name == ACK:
         expire_raw = ext.get(ACK_EXPIRE_TIME, "500")
-        if not expire_raw.isdigit():
+        expire_ms = _number(expire_raw)
+        if expire_ms is None:
             raise Refusal(f"{ACK_EXPIRE_TIME}={expire_raw!r} is not a number of milliseconds",
                           requirement="MM2-ACK-003")
-        expire = int(expire_raw) / 1000
+        expire = expire_ms / 1000
     if raw is None:
         return DEFAULT_BATCH_WINDOW, expire
-    if not raw.isdigit() or not 1 <= int(raw) <= SEQUENCE_MAX - 1:
+    window = _number(raw)
+    if window is None or not 1 <= window <= SEQUENCE_MAX - 1:
         raise Refusal(f"{ext.name} window {raw!r} is not a count from 1 to {SEQUENCE_MAX - 1}",
                       requirement="MM2-ACK-003")
-    return int(raw), expire
+    return window, expire
 
 
 def agree(policy: ServerPolicy, offer: Handshake, reply: Handshake, final: Handshake) -> Agreement:

@@ -1,0 +1,28 @@
+"""atheris target: the Micromessage2 frame decoder (MESSAGE/SEND, COMMAND, EXTENSION, ERROR,
+LARGE_PAYLOAD, CONTINUED reassembly) in both profiles, whole vs chunked reads, past the errors
+the codec recovers from; the lenient profile reads what the strict one reads; reassembled
+messages are exactly their frames; frames survive encode/decode; property values, filters and
+(through ERROR texts) every text parser hold (fuzz/harness_mm2.py).
+
+Run: ``python fuzz/fuzz_mm2_decoder.py NEW_DIR fuzz/corpora/micromessage2 -dict=fuzz/dictionaries/micromessage2.dict``
+(``python -m fuzz.run_smoke --target mm2_decoder`` does it on a copy of the corpus; the seeds
+are written by ``python -m fuzz.make_mm2_corpora``).
+"""
+import sys
+from pathlib import Path
+
+if not __package__:          # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fuzz.target_setup import fuzz, instrumented  # noqa: E402
+
+with instrumented(__name__):
+    from fuzz.harness_mm2 import decoder_one_input
+
+
+def TestOneInput(data: bytes) -> None:
+    decoder_one_input(data)
+
+
+if __name__ == "__main__":
+    fuzz(TestOneInput)
