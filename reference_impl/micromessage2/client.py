@@ -19,7 +19,7 @@ from typing import Iterable, Optional
 from ..core.client import ConnectionClosed, FramedClient
 from . import codec, syntax
 from .codec import Command, Error, ExtensionFrame, Handshake, Message
-from .constants import ACK, BATCH_ACK, OFFICIAL_EXTENSIONS, SUBSCRIBE
+from .constants import ACK, BATCH_ACK, OFFICIAL_EXTENSIONS, SEQUENCE_FIRST, SUBSCRIBE
 from .negotiation import ServerPolicy, agree
 from .window import Inbox, Outbox
 
@@ -37,6 +37,26 @@ def _extensions(items) -> tuple[syntax.Extension, ...]:
     for item in items or ():
         out.extend(syntax.parse_extensions(item, strict=False) if isinstance(item, str) else [item])
     return tuple(out)
+
+
+def final_handshake(offer: Handshake, reply: Handshake, accept: Optional[Iterable[str]] = None) -> Handshake:
+    """The client's final handshake ("Handshake": "the client must send it's message again, but
+    with all required and optional frames that should be used"): its own required extensions,
+    then those the server requires; of the reply's optional ones those named in ``accept``
+    (default: every official extension). ``ack`` and ``batch-ack`` are alternatives: one
+    required drops both from the optional list, else the first one suggested is kept."""
+    known = set(OFFICIAL_EXTENSIONS) if accept is None else set(accept)
+    required = list(offer.required)
+    final_required = required + [e for e in reply.required if e.name not in {x.name for x in required}]
+    taken = {e.name for e in final_required}
+    final_optional = [e for e in reply.optional if e.name in known and e.name not in taken]
+    if any(e.name in (ACK, BATCH_ACK) for e in final_required):
+        final_optional = [e for e in final_optional if e.name not in (ACK, BATCH_ACK)]
+    elif sum(e.name in (ACK, BATCH_ACK) for e in final_optional) > 1:
+        first = next(e for e in final_optional if e.name in (ACK, BATCH_ACK))
+        final_optional = [e for e in final_optional if e.name not in (ACK, BATCH_ACK) or e is first]
+    return Handshake(offer.identity, tuple(final_required), tuple(final_optional),
+                     minor=min(offer.minor, reply.minor))
 
 
 class MM2Client(FramedClient):
@@ -58,37 +78,29 @@ class MM2Client(FramedClient):
     async def connect(cls, host: str, port: int, *, identity: str = "wirecheck-client",
                       required: Iterable = (), optional: Iterable = (), accept: Optional[Iterable[str]] = None,
                       minor: int = 0, timeout: float = 10.0, auto_ack: bool = True,
-                      profile: str = "document") -> "MM2Client":
+                      profile: str = "document", first_sequence: int = SEQUENCE_FIRST) -> "MM2Client":
+        """``first_sequence``: the sequence number of the first SEND (1; a test starts near
+        65535 to reach the wrap quickly)."""
         reader, writer = await cls.open_stream(host, port, timeout)
         client = cls(reader, writer, timeout, auto_ack, profile)
         try:
             await client._handshake(identity, _extensions(required), _extensions(optional),
-                                    accept, minor)
+                                    accept, minor, first_sequence)
         except BaseException:
             await client.close()
             raise
         return client
 
-    async def _handshake(self, identity, required, optional, accept, minor) -> None:
+    async def _handshake(self, identity, required, optional, accept, minor, first_sequence) -> None:
         offer = Handshake(identity, required, optional, minor=minor)
         self.write(codec.encode(offer))
         reply = await asyncio.wait_for(self.reply, self.timeout)
         if isinstance(reply, Error):
             raise HandshakeRefused(reply.text)
-        known = set(OFFICIAL_EXTENSIONS) if accept is None else set(accept)
-        final_required = list(required) + [e for e in reply.required if e.name not in {x.name for x in required}]
-        taken = {e.name for e in final_required}
-        final_optional = [e for e in reply.optional if e.name in known and e.name not in taken]
-        if any(e.name in (ACK, BATCH_ACK) for e in final_required):
-            final_optional = [e for e in final_optional if e.name not in (ACK, BATCH_ACK)]
-        elif sum(e.name in (ACK, BATCH_ACK) for e in final_optional) > 1:
-            first = next(e for e in final_optional if e.name in (ACK, BATCH_ACK))
-            final_optional = [e for e in final_optional if e.name not in (ACK, BATCH_ACK) or e is first]
-        final = Handshake(identity, tuple(final_required), tuple(final_optional),
-                          minor=min(minor, reply.minor))
+        final = final_handshake(offer, reply, accept)
         policy = ServerPolicy.for_profile(self.profile, supported=tuple({e.name for e in final.required + final.optional}))
         self.agreement = agree(policy, offer, reply, final)
-        self.outbox = Outbox(self.agreement.window)
+        self.outbox = Outbox(self.agreement.window, first_sequence)
         self.inbox = Inbox(self.agreement.window)
         self.write(codec.encode(final))
         await self.writer.drain()

@@ -35,14 +35,18 @@ class AckError(ValueError):
 
 class Outbox:
     """The pusher's side: sequence numbers handed out and not yet acked, at most ``window``
-    (None: no acks negotiated, nothing is tracked)."""
+    (None: no acks negotiated, nothing is tracked). ``first``: the first sequence number to
+    hand out (1, SPEC_NOTES; a test starts near 65535 to reach the wrap without 65,535
+    messages first)."""
 
     __slots__ = ("window", "inflight", "last")
 
-    def __init__(self, window: Optional[int]) -> None:
+    def __init__(self, window: Optional[int], first: int = SEQUENCE_FIRST) -> None:
+        if not SEQUENCE_FIRST <= first <= SEQUENCE_MAX:
+            raise ValueError(f"{first} is not a sequence number (1..65535)")
         self.window = window
         self.inflight: deque[tuple[int, Any]] = deque()
-        self.last = 0                         # the last sequence number handed out
+        self.last = first - 1                 # the last sequence number handed out (0: none yet)
 
     def has_room(self) -> bool:
         return self.window is None or len(self.inflight) < self.window

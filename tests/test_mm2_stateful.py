@@ -1,0 +1,43 @@
+"""The Micromessage2 ack-window state machine (conformance/strategies/micromessage2_machine.py):
+in memory against reference sessions over one broker state with a fake clock (every ack of a
+SEND predicted, delayed acks on the clock), and over the wire against the reference broker
+through the asyncio client, in both profiles. Sequence numbers start near 65535 on both sides
+(SessionConfig.first_sequence, MM2Client's first_sequence), so runs cross the wrap."""
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from conformance.strategies.micromessage2_drivers import WireDriver
+from conformance.strategies.micromessage2_machine import WindowMachine
+
+MEMORY = settings(max_examples=100, stateful_step_count=30, deadline=None,
+                  suppress_health_check=[HealthCheck.too_slow])
+# Over the wire: a fresh broker and three loopback connections per example, a barrier per
+# connection per step; kept small so the file runs in seconds on two cores.
+WIRE = settings(max_examples=10, stateful_step_count=20, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow])
+
+
+class DocumentMachine(WindowMachine):
+    profile = "document"
+
+
+class SharpMessagingMachine(WindowMachine):
+    profile = "sharpmessaging"
+
+
+DocumentMachine.TestCase.settings = MEMORY
+SharpMessagingMachine.TestCase.settings = MEMORY
+TestInMemoryDocument = DocumentMachine.TestCase
+TestInMemorySharpMessaging = SharpMessagingMachine.TestCase
+
+
+@pytest.mark.requirement("MM2-ACK-001", "MM2-ACK-002", "MM2-ACK-003", "MM2-ACK-004", "MM2-ACK-005",
+                         "MM2-ACK-006", "MM2-ACK-007", "MM2-ACK-008", "MM2-ACK-009", "MM2-ACK-010",
+                         "MM2-MSG-001", "MM2-MSG-003", "MM2-MSG-005", "MM2-HS-011", "MM2-PS-002",
+                         "MM2-PS-003", "MM2-CMD-002")
+@pytest.mark.parametrize("machine", [DocumentMachine, SharpMessagingMachine], ids=["document", "sharpmessaging"])
+def test_over_the_wire(machine):
+    def fresh_machine():
+        return machine(lambda first, send: WireDriver(machine.profile, first, send))
+    run_state_machine_as_test(fresh_machine, settings=WIRE)
