@@ -12,7 +12,8 @@ came before it, so "no more messages" is proven, never waited for.
 Interface (both drivers): ``exact`` (every ack of a SEND is predicted, and the session's
 deadline checked), ``clock_control`` (time moves only in ``advance``), ``ack_delay`` (the
 broker's delay before acking SENDs below the window), ``expire_choices`` (AckExpireTime values
-the machine may ask for in the ``sharpmessaging`` profile; None: the default, 500 ms);
+the machine may ask for in the ``sharpmessaging`` profile; None: the default, 500 ms),
+``suggested_expire`` (the AckExpireTime of the ``ack`` the ``sharpmessaging`` broker suggests);
 ``open(slot, terms) -> extension names in id order``, ``publish(slot, destination, payload)
 -> sequence number``, ``subscribe``, ``ack``, ``collect(slot, errors) -> frames``,
 ``advance(seconds) -> now`` (in memory), ``settle(slot)`` (over the wire: wait until the
@@ -30,10 +31,12 @@ from reference_impl.micromessage2 import codec
 from reference_impl.micromessage2.broker import MM2Broker
 from reference_impl.micromessage2.client import MM2Client, final_handshake
 from reference_impl.micromessage2.codec import Command, Error, ExtensionFrame, Handshake, Message
-from reference_impl.micromessage2.constants import ACK, BATCH_ACK, SUBSCRIBE
+from reference_impl.micromessage2.constants import (ACK, ACK_EXPIRE_TIME, BATCH_ACK, DOTNET,
+                                                    MESSAGES_PER_ACK, SUBSCRIBE)
+from reference_impl.micromessage2.negotiation import ServerPolicy
 from reference_impl.micromessage2.session import MM2Session, SessionConfig
 from reference_impl.micromessage2.state import BrokerState
-from reference_impl.micromessage2.syntax import parse_extensions
+from reference_impl.micromessage2.syntax import Extension, parse_extensions
 from reference_impl.micromessage2.window import next_sequence
 
 #: The barrier: a command no server knows; its ERROR is the last answer of an exchange.
@@ -90,6 +93,7 @@ class SessionDriver:
     #: session's to the bit.
     ack_delay = 0.25
     expire_choices = (None, 125, 250)
+    suggested_expire = 500               # the real server's suggestion (SPEC_NOTES)
 
     def __init__(self, profile: str, first_sequence: int, first_send: int, now: float = 1000.0) -> None:
         self.profile = profile
@@ -215,8 +219,11 @@ class WireDriver:
 
     exact = False                  # acks of SENDs come when the broker's timer fires
     clock_control = False
-    ack_delay = 0.03               # short: ``settle`` waits this long for a delayed ack
-    expire_choices = (20, 40)      # AckExpireTime in ms; the default 500 ms is run in memory
+    # Short delays: ``settle`` waits for the broker's delayed acks. The real server's 500 ms
+    # (its default AckExpireTime, and the one it suggests) is run in memory.
+    ack_delay = 0.03
+    expire_choices = (20, 40)
+    suggested_expire = 40
 
     def __init__(self, profile: str, first_sequence: int, first_send: int, timeout: float = 5.0) -> None:
         self.profile = profile
@@ -224,7 +231,13 @@ class WireDriver:
         self.timeout = timeout
         self.loop = asyncio.new_event_loop()
         self.clients: list[_RecordingClient] = []
-        config = SessionConfig.for_profile(profile, ack_delay=self.ack_delay, first_sequence=first_sequence)
+        policy = ServerPolicy.for_profile(profile)
+        if policy.real:                # the real server's suggestion, with a short AckExpireTime
+            policy = ServerPolicy.for_profile(profile, optional=(
+                Extension(ACK, ((MESSAGES_PER_ACK, "10"), (ACK_EXPIRE_TIME, str(self.suggested_expire)))),
+                Extension(DOTNET)))
+        config = SessionConfig(profile=profile, policy=policy, ack_delay=self.ack_delay,
+                               first_sequence=first_sequence)
         self.broker = MM2Broker(config)
         try:
             self._run(self.broker.start())
