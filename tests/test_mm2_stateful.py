@@ -15,7 +15,7 @@ MEMORY = settings(max_examples=100, stateful_step_count=30, deadline=None,
 # Over the wire: a fresh broker and three loopback connections per example, a barrier per
 # connection per step; kept small so the file runs in seconds on two cores. A failing example
 # may wait out a receive timeout (an ERROR that never comes): one bug is shrunk, not each.
-WIRE = settings(max_examples=25, stateful_step_count=30, deadline=None, database=None,
+WIRE = settings(max_examples=50, stateful_step_count=30, deadline=None, database=None,
                 report_multiple_bugs=False, suppress_health_check=[HealthCheck.too_slow])
 #: Seconds any single wait may take: the broker runs on the driver's own event loop, on
 #: loopback, so a second is ample even on a loaded machine.

@@ -240,20 +240,24 @@ class WireDriver:
                                first_sequence=first_sequence)
         self.broker = MM2Broker(config)
         try:
-            self._run(self.broker.start())
+            self._run(self.broker.start(), "starting the reference broker")
         except BaseException:
             self.loop.close()
             raise
 
-    def _run(self, coro):
-        # A bound on the whole call, over the bounds of its single waits.
-        return self.loop.run_until_complete(asyncio.wait_for(coro, 4 * self.timeout))
+    def _run(self, coro, what: str):
+        # A bound on the whole call, over the bounds of its single waits; a wait that runs out
+        # (the client's own, as in send() with its window full) fails naming what it waited for.
+        try:
+            return self.loop.run_until_complete(asyncio.wait_for(coro, 4 * self.timeout))
+        except TimeoutError:
+            raise AssertionError(f"timed out: {what}") from None
 
     def open(self, slot: int, terms) -> tuple[str, ...]:
         client = self._run(_RecordingClient.connect(
             "127.0.0.1", self.broker.port, identity=f"machine-{slot}", required=terms.required,
             optional=terms.optional, accept=terms.accept, timeout=self.timeout, auto_ack=False,
-            profile=self.profile, first_sequence=self.first_send))
+            profile=self.profile, first_sequence=self.first_send), f"the handshake of connection {slot}")
         if slot == len(self.clients):
             self.clients.append(client)
         else:
@@ -262,16 +266,19 @@ class WireDriver:
 
     def publish(self, slot: int, destination: str, payload: bytes) -> int:
         # The client waits while its window of SENDs is full (the broker acks a full window).
-        return self._run(self.clients[slot].send(destination, payload))
+        return self._run(self.clients[slot].send(destination, payload),
+                         f"SEND to {destination} on connection {slot} (waiting for the broker's ack "
+                         "of a full window)")
 
     def subscribe(self, slot: int, destination: str) -> None:
-        self._run(self.clients[slot].subscribe(destination))
+        self._run(self.clients[slot].subscribe(destination), f"subscribe on connection {slot}")
 
     def ack(self, slot: int, sequence: int) -> None:
         self.clients[slot].ack(sequence)
 
     def collect(self, slot: int, errors: int) -> list:
-        return self._run(self._collect(self.clients[slot], slot, errors))
+        return self._run(self._collect(self.clients[slot], slot, errors),
+                         f"the barrier's ERROR on connection {slot}")
 
     async def _collect(self, client: _RecordingClient, slot: int, errors: int) -> list:
         client.write(codec.encode(Command(BARRIER)))
@@ -296,7 +303,7 @@ class WireDriver:
                                          f"({errors} other ERROR frame(s) expected first)")
 
     def settle(self, slot: int) -> None:
-        self._run(self._settle(self.clients[slot], slot))
+        self._run(self._settle(self.clients[slot], slot), f"the broker's acks of SENDs on connection {slot}")
 
     async def _settle(self, client: _RecordingClient, slot: int) -> None:
         # The broker's delayed ack (ack_delay, or the agreed AckExpireTime) frees the window.
@@ -306,7 +313,7 @@ class WireDriver:
             await client.wait_for_frames(self.timeout, f"the ack of SENDs {list(s for s, _ in client.outbox.inflight)}")
 
     def drop(self, slot: int) -> None:
-        self._run(self._drop(self.clients[slot], slot))
+        self._run(self._drop(self.clients[slot], slot), f"closing connection {slot}")
 
     async def _drop(self, client: _RecordingClient, slot: int) -> None:
         # Half-close, then wait for the broker's FIN: asyncio closes the broker's socket only
@@ -328,7 +335,7 @@ class WireDriver:
     def close(self) -> None:
         try:
             for client in self.clients:
-                self._run(client.close())
-            self._run(self.broker.stop())
+                self._run(client.close(), "closing a client")
+            self._run(self.broker.stop(), "stopping the reference broker")
         finally:
             self.loop.close()

@@ -343,11 +343,12 @@ class WindowMachine(RuleBasedStateMachine):
                 conn.inbox, conn.due = 0, None
         self._step(None)
 
-    @rule(slot=st.integers(0, CONNECTIONS - 1), data=st.data())
-    def reconnect(self, slot, data):
-        """The connection ends and a new one with new terms takes its slot. Queue messages it
-        had not acked go back to the front of their queues, in order, and out to the other
-        subscribers; topic messages owed to it are gone."""
+    @rule(slot=st.integers(0, CONNECTIONS - 1), resubscribe=st.booleans(), data=st.data())
+    def reconnect(self, slot, resubscribe, data):
+        """The connection ends and a new one with new terms takes its slot (and, as a consumer
+        that restarts, subscribes to what the old one did). Queue messages it had not acked go
+        back to the front of their queues, in order, and out to the subscribers with room;
+        topic messages owed to it are gone."""
         conn = self.conns[slot]
         back: dict[str, list] = {}
         for _, msg in conn.outstanding:
@@ -357,7 +358,13 @@ class WindowMachine(RuleBasedStateMachine):
             self.waiting[queue].extendleft(reversed(msgs))
         self.driver.drop(slot)
         self._open(slot, data.draw(self._terms(), label="new terms"))
+        # The others are served first: the barriers prove the redelivery before the new
+        # connection's subscriptions can take anything.
         self._step(None)
+        if resubscribe and (conn.topics or conn.queues):
+            for dest in list(conn.topics) + conn.queues:
+                self._subscribe(slot, dest)
+            self._step(slot)
 
     # -- checking ----------------------------------------------------------------------------------
 
