@@ -34,3 +34,14 @@ def decode_three_ways(make_decoder, data: bytes, seed: int = 0):
         results.append((frames, error))
     assert results[0] == results[1] == results[2], results
     return results[0]
+
+
+def tcp_segments(src, sport, dst, dport, isn, stream, cuts):
+    """``stream`` as Ether/IP/TCP packets cut at the offsets ``cuts`` (sequence numbers from
+    ``isn + 1``), for the scapy layers' TCPSession tests."""
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.l2 import Ether
+    bounds = [0, *cuts, len(stream)]
+    return [Ether() / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, flags="PA",
+                                                 seq=isn + 1 + a, ack=1) / stream[a:b]
+            for a, b in zip(bounds, bounds[1:]) if b > a]

@@ -24,6 +24,7 @@ from scapy.packet import NoPayload, Padding, Raw  # noqa: E402
 from scapy.sendrecv import sniff  # noqa: E402
 from scapy.sessions import TCPSession  # noqa: E402
 from scapy.utils import wrpcap  # noqa: E402
+from tests.helpers import tcp_segments  # noqa: E402
 
 from conformance.pcapdecode import decode_pcap  # noqa: E402
 from conformance.strategies import micromessage2 as S  # noqa: E402
@@ -297,13 +298,6 @@ def test_framing_error_leaves_the_direction_unframed():
     assert type(MM2.tcp_reassemble(_wire(client[:1]), {"ident": b"s"}, session)) is MM2Handshake
 
 
-def _segments(src, sport, dst, dport, isn, stream, cuts):
-    bounds = [0, *cuts, len(stream)]
-    return [Ether() / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, flags="PA",
-                                                 seq=isn + 1 + a, ack=1) / stream[a:b]
-            for a, b in zip(bounds, bounds[1:]) if b > a]
-
-
 @pytest.mark.parametrize("port", [8334, 7334])
 def test_sniff_tcpsession_reads_a_capture_from_its_first_byte(tmp_path, port):
     rng = random.Random(port)
@@ -312,8 +306,8 @@ def test_sniff_tcpsession_reads_a_capture_from_its_first_byte(tmp_path, port):
         bind_mm2(port)
     c_cuts = sorted({1, 3, 5, 9, 20, 40, 41} | {rng.randrange(1, len(c2s)) for _ in range(12)})
     s_cuts = sorted({2, 6, 15} | {rng.randrange(1, len(s2c)) for _ in range(6)})
-    out = _segments("10.0.0.1", 40000, "10.0.0.2", port, 1000, c2s, c_cuts)
-    back = _segments("10.0.0.2", port, "10.0.0.1", 40000, 9000, s2c, s_cuts)
+    out = tcp_segments("10.0.0.1", 40000, "10.0.0.2", port, 1000, c2s, c_cuts)
+    back = tcp_segments("10.0.0.2", port, "10.0.0.1", 40000, 9000, s2c, s_cuts)
     syn = [Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=40000, dport=port, flags="S", seq=1000),
            Ether() / IP(src="10.0.0.2", dst="10.0.0.1") / TCP(sport=port, dport=40000, flags="SA",
                                                               seq=9000, ack=1001)]

@@ -20,6 +20,7 @@ from scapy.packet import NoPayload, Padding, Raw  # noqa: E402
 from scapy.sendrecv import sniff  # noqa: E402
 from scapy.sessions import TCPSession  # noqa: E402
 from scapy.utils import PcapReader, wrpcap  # noqa: E402
+from tests.helpers import tcp_segments  # noqa: E402
 
 from conformance.strategies import rabbitmq_stream as rs  # noqa: E402
 from reference_impl.rabbitmq_stream import codec  # noqa: E402
@@ -314,13 +315,6 @@ def test_malformed_frames_keep_their_bytes():
     assert pkt[Raw].load == b"\x01\x00"
 
 
-def _segments(src, sport, dst, dport, isn, stream, cuts):
-    bounds = [0, *cuts, len(stream)]
-    return [Ether() / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, flags="PA",
-                                                 seq=isn + 1 + a, ack=1) / stream[a:b]
-            for a, b in zip(bounds, bounds[1:]) if b > a]
-
-
 def _sniffed(path, port):
     got: dict[int, list] = {}
     for pkt in sniff(offline=str(path), session=TCPSession):
@@ -350,8 +344,8 @@ def test_sniff_tcpsession_reassembles_split_frames(tmp_path):
         rng.randrange(1, len(c2s)) for _ in range(10)})
     s_cuts = sorted({1, 14, 30, 47, 1400, 2800, 2900} | {rng.randrange(1, len(s2c)) for _ in range(8)})
     client, server = ("10.0.0.1", 40000, 1000), ("10.0.0.2", port, 9000)
-    out = _segments(*client[:2], *server[:2], client[2], c2s, c_cuts)
-    back = _segments(*server[:2], *client[:2], server[2], s2c, s_cuts)
+    out = tcp_segments(*client[:2], *server[:2], client[2], c2s, c_cuts)
+    back = tcp_segments(*server[:2], *client[:2], server[2], s2c, s_cuts)
     handshake = [Ether() / IP(src=client[0], dst=server[0]) / TCP(sport=40000, dport=port, flags="S", seq=1000),
                  Ether() / IP(src=server[0], dst=client[0]) / TCP(sport=port, dport=40000, flags="SA", seq=9000, ack=1001)]
     pkts = handshake + [p for pair in zip(out, back) for p in pair] + out[len(back):] + back[len(out):]

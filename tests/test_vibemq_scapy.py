@@ -21,6 +21,7 @@ from scapy.packet import NoPayload, Padding, Raw  # noqa: E402
 from scapy.sendrecv import sniff  # noqa: E402
 from scapy.sessions import TCPSession  # noqa: E402
 from scapy.utils import wrpcap  # noqa: E402
+from tests.helpers import tcp_segments  # noqa: E402
 
 from conformance.strategies import vibemq as vs  # noqa: E402
 from reference_impl.core.errors import FrameError  # noqa: E402
@@ -191,13 +192,6 @@ def test_tcp_reassemble_five_byte_header():
     assert isinstance(VibeMQ.tcp_reassemble(second, {"ident": 2}, session), VibeMQ)
 
 
-def _segments(src, sport, dst, dport, isn, stream, cuts):
-    bounds = [0, *cuts, len(stream)]
-    return [Ether() / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, flags="PA",
-                                                 seq=isn + 1 + a, ack=1) / stream[a:b]
-            for a, b in zip(bounds, bounds[1:]) if b > a]
-
-
 @pytest.mark.parametrize("port", [2925, 7001])
 def test_sniff_tcpsession_reassembles_split_frames(tmp_path, port):
     rng = random.Random(port)
@@ -217,8 +211,8 @@ def test_sniff_tcpsession_reassembles_split_frames(tmp_path, port):
     # Cuts inside length fields, at the flags byte, inside bodies, several frames per cut.
     c_cuts = sorted({2, 4, 5, 9, 60, 700, 1500, 2900} | {rng.randrange(1, len(c2s)) for _ in range(10)})
     s_cuts = sorted({1, 4, 5, 30, 300} | {rng.randrange(1, len(s2c)) for _ in range(8)})
-    out = _segments("10.0.0.1", 40000, "10.0.0.2", port, 1000, c2s, c_cuts)
-    back = _segments("10.0.0.2", port, "10.0.0.1", 40000, 9000, s2c, s_cuts)
+    out = tcp_segments("10.0.0.1", 40000, "10.0.0.2", port, 1000, c2s, c_cuts)
+    back = tcp_segments("10.0.0.2", port, "10.0.0.1", 40000, 9000, s2c, s_cuts)
     handshake = [Ether() / IP(src="10.0.0.1", dst="10.0.0.2")
                  / TCP(sport=40000, dport=port, flags="S", seq=1000),
                  Ether() / IP(src="10.0.0.2", dst="10.0.0.1") / TCP(sport=port, dport=40000, flags="SA",
