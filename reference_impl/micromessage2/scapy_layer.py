@@ -112,13 +112,7 @@ def _read(data: bytes, handshakes: int, profile: str):
 def _starts_with_error(data: bytes) -> bool:
     """Whether the codec, expecting a handshake, reads the first byte as an ERROR frame's flags
     (the peer refuses instead of answering)."""
-    decoder = codec.Decoder(handshakes=1)
-    decoder.receive(data[:1])
-    try:
-        decoder.next_frame()          # one byte: never a whole unit
-    except FrameError:
-        pass
-    return decoder.handshakes == 0
+    return data[0] in codec.HANDSHAKE_ERROR_FLAGS
 
 
 class MM2(Packet):
