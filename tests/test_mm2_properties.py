@@ -92,3 +92,14 @@ def test_messages_round_trip_any_split(data):
     stream = data.draw(st.lists(strat.messages(), max_size=4))
     wire = strat.stream_bytes(stream)
     assert decode_chunked(wire, data.draw(strat.chunkings(wire)), "micromessage2") == (stream, None, None)
+
+
+@FAST
+@given(st.one_of(st.integers(), st.floats(allow_nan=False, allow_infinity=False),
+                 st.decimals(allow_nan=False, allow_infinity=False)))
+def test_numbers_and_dates_written_are_read_back_exactly(number):
+    # Python's shortest forms (1e-07, 1E+2) have exponents, which a FILTER_VALUE has not.
+    exact = Decimal(repr(number)) if isinstance(number, float) else Decimal(number)
+    assert filters.parse_value(filters.format_value(number)) == ("N", exact)
+    if not isinstance(number, Decimal):
+        assert filters.parse_value(filters.date_value(number)) == ("D", exact)

@@ -61,6 +61,27 @@ def test_handshake_sharpmessaging_keeps_the_connection_and_answers_1_1():
     assert str(reply.optional[0]) == "ack:MessagesPerAck=10,AckExpireTime=500"
 
 
+def test_sharpmessaging_reply_and_refusal_texts():
+    """The real server's reply (its source): its own required extensions first, optional ones
+    of either side echoed whether it supports them or not; its two refusal texts."""
+    from reference_impl.micromessage2.negotiation import ServerPolicy, Refusal, agree, reply_to
+    from reference_impl.micromessage2.syntax import Extension
+    policy = ServerPolicy.for_profile("sharpmessaging", required=(Extension("dotnet"),))
+    offer = Handshake("t", parse_extensions("ack:MessagesPerAck=1", strict=False), parse_extensions("x-vendor;json"))
+    reply = reply_to(policy, offer)
+    assert [e.name for e in reply.required] == ["dotnet", "ack"]
+    assert [e.name for e in reply.optional] == ["x-vendor", "json"]      # ack is taken by Required
+    with pytest.raises(Refusal) as refused:
+        agree(policy, offer, reply, Handshake("t", parse_extensions("ack")))
+    assert str(refused.value) == "Server requires the following extensions: dotnet"
+    with pytest.raises(Refusal) as refused:
+        reply_to(policy, Handshake("t", parse_extensions("x-a;x-b")))
+    assert str(refused.value) == "Server to not support the following extensions: x-a, x-b"
+    assert not refused.value.close
+    document = reply_to(ServerPolicy.for_profile("document"), offer)
+    assert "x-vendor" not in document.names()
+
+
 def test_pusher_window_and_wrap():
     state = BrokerState()
     sub = Peer(state)

@@ -78,14 +78,26 @@ def format_value(value) -> str:
     if isinstance(value, bool):
         raise TypeError("a FILTER_VALUE has no boolean type")
     if isinstance(value, (int, float, Decimal)):
-        return f"N{value}"
+        return "N" + _positional(value)
     if isinstance(value, str):
         return "T" + url_encode(value)
     raise TypeError(f"no FILTER_VALUE type for {type(value).__name__}")
 
 
 def date_value(epoch_seconds: float) -> str:
-    return f"D{epoch_seconds!r}" if isinstance(epoch_seconds, float) else f"D{epoch_seconds}.0"
+    text = _positional(epoch_seconds)
+    return "D" + (text if "." in text else text + ".0")
+
+
+def _positional(number) -> str:
+    """``number`` in plain digits: a FILTER_VALUE number has no exponent (``1e-07`` is not
+    one), so Python's shortest float form cannot be used as it is."""
+    if isinstance(number, int):
+        return str(number)
+    exact = Decimal(repr(number)) if isinstance(number, float) else number
+    if not exact.is_finite():
+        raise ValueError(f"a FILTER_VALUE number is finite, not {number}")
+    return format(exact, "f")
 
 
 @dataclass(frozen=True, slots=True)

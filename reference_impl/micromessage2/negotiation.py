@@ -10,8 +10,8 @@ Readings (README, "How the kit reads the Micromessage2 document"):
 - The reply's RequiredExtensions are what the server requires of the client (the document's
   example answers ``json;dotnet`` with an empty Required); its OptionalExtensions are the
   client's optional ones the server supports, then its own suggestions. The real
-  implementation (``sharpmessaging``) answers Required = the union of both sides' required,
-  Optional = the optional ones minus those.
+  implementation (``sharpmessaging``) answers Required = the union of both sides' required
+  (its own first), Optional = both sides' optional ones minus those, unfiltered.
 - A required extension the server lacks: ERROR and disconnect (document); ERROR and the
   connection stays open (``sharpmessaging``, observed, SPEC_NOTES).
 - The final handshake lists every extension to use; each must be supported, every extension
@@ -92,14 +92,19 @@ def reply_to(policy: ServerPolicy, offer: Handshake) -> Handshake:
                       f"{MAJOR_VERSION}.{policy.minor})", requirement="MM2-HS-004")
     missing = [n for n in _names(offer.required) if n not in policy.supported]
     if missing:
-        raise Refusal(f"required extension(s) not supported: {', '.join(missing)}",
-                      close=not policy.real, requirement="MM2-HS-005")
+        text = (f"Server to not support the following extensions: {', '.join(missing)}" if policy.real
+                else f"required extension(s) not supported: {', '.join(missing)}")
+        raise Refusal(text, close=not policy.real, requirement="MM2-HS-005")
     if policy.real:
-        required = list(offer.required) + [e for e in policy.required if e.name not in _names(offer.required)]
+        # SharpMessaging's server (its source, commit 6c00afd): its own required extensions
+        # first (their properties win over the client's), then the client's; Optional is
+        # every optional one of either side not already required, whether the server
+        # supports it or not (so MM2-HS-014, a SHOULD, is NON-STRICT against it).
+        required = list(policy.required) + [e for e in offer.required if e.name not in _names(policy.required)]
         taken = set(_names(required))
         optional, seen = [], set()
         for e in list(offer.optional) + list(policy.optional):
-            if e.name not in taken and e.name not in seen and e.name in policy.supported:
+            if e.name not in taken and e.name not in seen:
                 optional.append(e)
                 seen.add(e.name)
         return Handshake(policy.identity, tuple(required), tuple(optional), MAJOR_VERSION, policy.minor)
@@ -166,8 +171,9 @@ def agree(policy: ServerPolicy, offer: Handshake, reply: Handshake, final: Hands
                       requirement="MM2-HS-007")
     dropped = [n for n in _names(reply.required) if n not in names]
     if dropped:
-        raise Refusal(f"the final handshake lacks the required extension(s): {', '.join(dropped)}",
-                      requirement="MM2-HS-008")
+        text = (f"Server requires the following extensions: {', '.join(dropped)}" if policy.real
+                else f"the final handshake lacks the required extension(s): {', '.join(dropped)}")
+        raise Refusal(text, requirement="MM2-HS-008")
     if ACK in names and BATCH_ACK in names:
         raise Refusal("ack and batch-ack are alternatives: the final handshake has both",
                       requirement="MM2-HS-007")

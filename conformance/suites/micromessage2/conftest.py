@@ -4,8 +4,16 @@ acks of the suite's own SENDs.
 
 The barrier (DESIGN: "nothing comes back" is proven, not slept on): an unknown command
 ``x-wirecheck-barrier`` whose ERROR frame must be the next frame (MM2-CMD-002, the kit's
-reading). A target that acks the suite's SENDs may do so at any time (its ack delay): those
-ack frames are set aside in ``conn.acks`` wherever the suite expects something else.
+reading). A target that answers no COMMAND at all (profile feature ``commands = false``: the
+real SharpMessaging server, whose reader stalls on a COMMAND frame) gets the other barrier its
+own rules allow: every connection agrees ``ack:MessagesPerAck=1`` (unless the test agrees an
+ack extension itself) and the barrier is a SEND to a topic nobody reads, whose ack must come
+before any other frame. A target that acks the suite's SENDs may do so at any time (its ack
+delay): those ack frames are set aside in ``conn.acks`` wherever the suite expects something
+else.
+
+Features a profile can turn off (``[features]``), making the tests that need them
+UNIMPLEMENTED: ``commands`` (COMMAND frames answered), ``pubsub``, ``batch_ack``, ``json``.
 """
 from __future__ import annotations
 
@@ -14,14 +22,20 @@ import uuid
 
 import pytest
 
+from conformance import verdicts
 from conformance.target import Connection, TargetClosed, TargetError
 from reference_impl.micromessage2 import codec
 from reference_impl.micromessage2.codec import Command, Error, ExtensionFrame, Handshake, Message
-from reference_impl.micromessage2.constants import ACK, BATCH_ACK
-from reference_impl.micromessage2.syntax import parse_extensions
+from reference_impl.micromessage2.constants import ACK, BATCH_ACK, JSON, PUBSUB
+from reference_impl.micromessage2.syntax import Extension, parse_extensions
 
 BARRIER = "x-wirecheck-barrier"
+#: The ack barrier's extension: the real implementation's ``ack`` with a window of one, so the
+#: target acks each SEND at once (SPEC_NOTES: it acks when MessagesPerAck messages arrived).
+BARRIER_ACK = Extension(ACK, (("MessagesPerAck", "1"),))
 _SEQ = struct.Struct(">H")
+#: Profile features and the extension each stands for (None: not an extension).
+_FEATURES = {"pubsub": PUBSUB, "batch_ack": BATCH_ACK, "json": JSON, "commands": None}
 
 
 class MM2:
@@ -32,12 +46,43 @@ class MM2:
         self.profile = target.profile
         self.reading = target.profile.base or "document"
         self.typed = self.reading != "sharpmessaging"
+        self.commands = self.feature("commands")
+        self._lacking = {ext for name, ext in _FEATURES.items() if ext and not self.has(name)}
 
     def timing(self, name: str, default: float) -> float:
         return float(self.profile.timing.get(name, default))
 
     def feature(self, name: str, default: bool = True) -> bool:
         return self.profile.feature(name, default)
+
+    def has(self, name: str) -> bool:
+        """Whether the profile says the target has feature ``name`` (``pubsub`` is reached
+        through commands, so a target without ``commands`` has no ``pubsub`` either)."""
+        if name == "pubsub" and not self.feature("commands"):
+            return False
+        return self.feature(name)
+
+    def needs(self, *names: str) -> None:
+        """UNIMPLEMENTED unless the profile says the target has every feature in ``names``."""
+        for name in names:
+            if not self.has(name):
+                off = "commands" if name == "pubsub" and not self.feature("commands") else name
+                verdicts.unimplemented(f"the profile says the target has no {name!r} "
+                                       f"(features.{off} = false)")
+
+    def window_extension(self, size: int) -> str:
+        """An ack extension with a window of ``size``: ``batch-ack:max-count=N``, or where the
+        target has no batch-ack and reads ``ack`` as SharpMessaging does, ``ack:MessagesPerAck=N``."""
+        if self.has("batch_ack"):
+            return f"batch-ack:max-count={size}"
+        if self.reading == "sharpmessaging":
+            return f"ack:MessagesPerAck={size}"
+        self.needs("batch_ack")
+
+    def _check_extensions(self, *lists) -> None:
+        lacking = sorted({e.name for exts in lists for e in exts} & self._lacking)
+        if lacking:
+            self.needs(*(k for k, v in _FEATURES.items() if v in lacking))
 
     @staticmethod
     def destination(kind: str = "queue", label: str = "d") -> str:
@@ -52,7 +97,20 @@ class MM2:
         conn.acks = []
         conn.ids = {}
         conn.sent = 0
+        conn.barrier_seq = 0
         return conn
+
+    def final(self, conn, required=(), optional=(), identity: str = "wirecheck", **kw) -> Handshake:
+        """Send the final handshake agreeing ``required`` and ``optional`` (Extension tuples),
+        plus the ack barrier's extension where the target answers no command; set ``conn.ids``."""
+        required, optional = tuple(required), tuple(optional)
+        if not self.commands and not {e.name for e in required + optional} & {ACK, BATCH_ACK}:
+            required += (BARRIER_ACK,)
+        hs = Handshake(identity, required, optional, 1, 0)
+        conn.send(hs, **kw)
+        conn.final = hs
+        conn.ids = {e.name: i for i, e in enumerate(required + optional, 1)}
+        return hs
 
     def offer(self, required="", optional="", identity: str = "wirecheck", minor: int = 0,
               major: int = 1) -> Handshake:
@@ -65,13 +123,18 @@ class MM2:
             raise TargetError(f"expected {expecting}, got {codec.frame_to_dict(frame)}")
         return frame
 
-    def connect(self, required: str = "pubsub", optional: str = "", *, final_optional=None,
+    def connect(self, required: str | None = None, optional: str = "", *, final_optional=None,
                 name: str = "") -> Connection:
         """A connection past the handshake: the offer, the reply, then the final handshake
         with every required extension of both sides and the chosen optional ones (by default
-        the suite's own optional ones the server suggests back). ``conn.ids``: name -> id."""
-        conn = self.open(name)
+        the suite's own optional ones the server suggests back). ``conn.ids``: name -> id.
+        ``required`` defaults to ``pubsub`` where the target has it. A test asking for an
+        extension the profile says the target lacks is UNIMPLEMENTED."""
+        if required is None:
+            required = "pubsub" if self.feature("pubsub") else ""
         offer = self.offer(required, optional)
+        self._check_extensions(offer.required, parse_extensions(final_optional or "", strict=False))
+        conn = self.open(name)
         conn.send(offer)
         reply = self.reply(conn)
         req = list(offer.required) + [e for e in reply.required if e.name not in offer.names()]
@@ -82,11 +145,8 @@ class MM2:
             opt = list(parse_extensions(final_optional, strict=False))
         if any(e.name in (ACK, BATCH_ACK) for e in req):
             opt = [e for e in opt if e.name not in (ACK, BATCH_ACK)]      # alternatives
-        final = Handshake("wirecheck", tuple(req), tuple(opt), 1, 0)
-        conn.send(final)
-        conn.final = final
+        self.final(conn, req, opt)
         conn.reply_hs = reply
-        conn.ids = {e.name: i for i, e in enumerate(final.required + final.optional, 1)}
         return conn
 
     # -- receiving -------------------------------------------------------------------------
@@ -128,24 +188,56 @@ class MM2:
         raise TargetError(f"expected the connection to close ({reason}), got {codec.frame_to_dict(frame)}")
 
     def barrier(self, conn, after: str = "") -> None:
-        """The ERROR answering an unknown command must be the next frame (acks aside)."""
-        conn.send(Command(BARRIER))
-        frame = self.next(conn, "the barrier's ERROR" + (f" after {after}" if after else ""))
-        if not isinstance(frame, Error):
-            raise TargetError(f"expected only the barrier's ERROR{' after ' + after if after else ''}, "
+        """The barrier's answer must be the next frame (acks of the suite's SENDs aside)."""
+        what = self._send_barrier(conn)
+        frame = self._barrier_frame(conn, what + (f" after {after}" if after else ""))
+        if frame is not None:
+            raise TargetError(f"expected only {what}{' after ' + after if after else ''}, "
                               f"got {codec.frame_to_dict(frame)}")
 
     def drain(self, conn, after: str = "") -> list[Message]:
-        """Every MESSAGE before the barrier's ERROR (for when how many may come is the question)."""
-        conn.send(Command(BARRIER))
+        """Every MESSAGE before the barrier's answer (for when how many may come is the question)."""
+        what = self._send_barrier(conn)
         got = []
         while True:
-            frame = self.next(conn, "messages, then the barrier's ERROR" + (f" after {after}" if after else ""))
-            if isinstance(frame, Error):
+            frame = self._barrier_frame(conn, "messages, then " + what + (f" after {after}" if after else ""))
+            if frame is None:
                 return got
             if not isinstance(frame, Message):
-                raise TargetError(f"expected messages or the barrier's ERROR, got {codec.frame_to_dict(frame)}")
+                raise TargetError(f"expected messages or {what}, got {codec.frame_to_dict(frame)}")
             got.append(frame)
+
+    def _send_barrier(self, conn) -> str:
+        if self.commands:
+            conn.send(Command(BARRIER))
+            return "the barrier's ERROR"
+        if self.ack_id(conn) is None:
+            raise TargetError("harness: the target answers no command and this connection agreed no "
+                              "ack extension, so nothing can prove that no more frames come")
+        # "{}": valid where json was agreed; a topic nobody reads keeps nothing.
+        conn.barrier_seq = self.send(conn, f"topic/wirecheck-barrier-{uuid.uuid4().hex[:8]}", b"{}")
+        return f"the ack of the barrier SEND {conn.barrier_seq}"
+
+    def _barrier_frame(self, conn, expecting: str):
+        """None when the barrier's answer came; else the first other frame (acks aside)."""
+        if self.commands:
+            frame = self.next(conn, expecting)
+            return None if isinstance(frame, Error) else frame
+        # Acks are cumulative and the barrier is the last SEND, so only its own number covers
+        # it. The ack may wait for the target's ack delay when the test agreed a window above 1.
+        timeout = self.timing("ack_delay", 0.5) + conn.timeout
+        while True:
+            frame = conn.recv(timeout, expecting=expecting)
+            if not self._is_ack(conn, frame):
+                return frame
+            conn.acks.append(_SEQ.unpack(frame.payload)[0])
+            if conn.acks[-1] == conn.barrier_seq:
+                return None
+
+    @staticmethod
+    def ack_id(conn):
+        """The id of the ack extension the connection agreed (batch-ack or ack), or None."""
+        return conn.ids.get(BATCH_ACK) or conn.ids.get(ACK)
 
     # -- operations ------------------------------------------------------------------------
 
@@ -159,8 +251,21 @@ class MM2:
         return conn.sent
 
     def ack(self, conn, sequence: int) -> None:
-        ext = conn.ids.get(BATCH_ACK) or conn.ids.get(ACK)
-        conn.send(ExtensionFrame(ext, _SEQ.pack(sequence)))
+        conn.send(ExtensionFrame(self.ack_id(conn), _SEQ.pack(sequence)))
+
+    def expect_acks(self, conn, upto: int, expecting: str = "") -> list[int]:
+        """Ack frames (and nothing else) until one acks ``upto``; the sequence numbers acked.
+        Each may wait for the target's ack delay."""
+        timeout = self.timing("ack_delay", 0.5) + conn.timeout
+        got = []
+        while not got or got[-1] != upto:
+            frame = conn.recv(timeout, expecting=expecting or f"the ack of SEND {upto}")
+            if not self._is_ack(conn, frame):
+                raise TargetError(f"expected {expecting or f'the ack of SEND {upto}'}, got "
+                                  f"{codec.frame_to_dict(frame)}")
+            got.append(_SEQ.unpack(frame.payload)[0])
+            conn.acks.append(got[-1])
+        return got
 
     def messages(self, conn, n: int, expecting: str = "a MESSAGE") -> list[Message]:
         return [self.expect(conn, Message, f"{expecting} ({i + 1} of {n})") for i in range(n)]

@@ -88,25 +88,25 @@ def test_ack_of_nothing_in_flight(mm2):
 
 @pytest.mark.requirement("MM2-ACK-007", "MM2-ACK-010")
 def test_server_acks_the_clients_sends(mm2):
-    conn = mm2.connect(required="pubsub;batch-ack:max-count=5")
+    conn = mm2.connect(required=mm2.window_extension(5))
     queue = mm2.destination("queue")
     for _ in range(2):
         mm2.send(conn, queue)
     # Below the window: the ack comes after the target's ack delay.
     frame = conn.recv(mm2.timing("ack_delay", 0.5) + conn.timeout, expecting="a delayed ack of SEND 2")
-    assert frame == ExtensionFrame(conn.ids["batch-ack"], b"\x00\x02"), frame
+    assert frame == ExtensionFrame(mm2.ack_id(conn), b"\x00\x02"), frame
     for _ in range(5):
         mm2.send(conn, queue)
     frame = conn.recv(expecting="the ack of a full window (SEND 7)")
-    assert frame == ExtensionFrame(conn.ids["batch-ack"], b"\x00\x07"), frame
+    assert frame == ExtensionFrame(mm2.ack_id(conn), b"\x00\x07"), frame
 
 
 @pytest.mark.requirement("MM2-ACK-008")
 def test_acks_across_the_wrap(mm2):
-    conn = mm2.connect(required="pubsub;batch-ack:max-count=3")
+    conn = mm2.connect(required=mm2.window_extension(3))
     queue = mm2.destination("queue")
     conn.sent = 65533
     seqs = [mm2.send(conn, queue) for _ in range(3)]
     assert seqs == [65534, 65535, 1]
     frame = conn.recv(expecting="the ack of 65534, 65535, 1")
-    assert frame == ExtensionFrame(conn.ids["batch-ack"], b"\x00\x01"), frame
+    assert frame == ExtensionFrame(mm2.ack_id(conn), b"\x00\x01"), frame

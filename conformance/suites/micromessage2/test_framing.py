@@ -41,6 +41,43 @@ def test_large_payload_flag(mm2, size):
     mm2.barrier(sub)
 
 
+# The same frames sent to a target that only receives (no pubsub to echo them back): with a
+# window of one, the target's ack of the SEND's number proves it read the frame whole.
+
+@pytest.mark.requirement("MM2-FRAME-002")
+@pytest.mark.parametrize("size", [0, 255, 256, 70_000])
+def test_large_payload_send_is_acked(mm2, size):
+    conn = mm2.connect(required=mm2.window_extension(1))
+    queue = mm2.destination("queue")
+    conn.send(Message(1, queue, bytes(size), large=True))
+    conn.send(Message(2, queue, bytes(size)))               # 4-byte length only above 255 bytes
+    conn.sent = 2
+    assert mm2.expect_acks(conn, 2, "the acks of two SENDs, one with LARGE_PAYLOAD") == [1, 2]
+
+
+@pytest.mark.requirement("MM2-FRAME-004", "MM2-FRAME-006")
+def test_continued_sends_are_acked(mm2):
+    conn = mm2.connect(required=mm2.window_extension(1))
+    queue = mm2.destination("queue")
+    head = struct.pack(">HB", 1, len(queue)) + queue.encode() + b"\x00\x00"
+    conn.send(b"".join(bytes((F.CONTINUED if i < 2 else 0,)) + head + bytes((len(p),)) + p
+                       for i, p in enumerate([b"abc", b"def", b"g"])))
+    conn.send(Message(2, queue, bytes(range(256)) * (4 * 1024 + 3)))     # > 1 MiB: two pieces
+    conn.sent = 2
+    assert mm2.expect_acks(conn, 2, "one ack per reassembled SEND") == [1, 2]
+
+
+@pytest.mark.requirement("MM2-FRAME-005")
+@pytest.mark.parametrize("chunks", [2, 5])
+def test_split_sends_are_acked(mm2, chunks):
+    conn = mm2.connect(required=mm2.window_extension(1))
+    queue = mm2.destination("queue")
+    conn.send(*[Message(i, queue, b"m%d" % i, (("k", "N%d" % i if mm2.typed else str(i)),))
+                for i in range(1, 4)], chunks=chunks)
+    conn.sent = 3
+    assert mm2.expect_acks(conn, 3, f"the acks of three SENDs written in {chunks} pieces") == [1, 2, 3]
+
+
 @pytest.mark.requirement("MM2-FRAME-004", "MM2-FRAME-006")
 def test_continued_frames_are_reassembled(mm2):
     sub, topic = _pair(mm2)

@@ -12,20 +12,21 @@ def test_offer_without_extensions_gets_a_handshake(mm2):
     conn.send(mm2.offer())
     reply = mm2.reply(conn)
     assert reply.major == 1
-    conn.send(Handshake("wirecheck"))
+    mm2.final(conn)
     mm2.barrier(conn, "the final handshake")
 
 
 @pytest.mark.requirement("MM2-HS-001", "MM2-HS-013")
 def test_document_example_offer_json_dotnet(mm2):
     # The document's first example with erratum 1 applied: RequiredLen 11 for "json;dotnet".
+    mm2.needs("json")
     raw = bytes([1, 0, 0, 4]) + b"hulk" + bytes([0, 11]) + b"json;dotnet" + bytes([0, 0])
     conn = mm2.open()
     conn.send(raw)
     reply = mm2.reply(conn, "the reply to the document's example")
     offered = mm2.offer(required="json;dotnet").required
     extra = tuple(e for e in reply.required if e.name not in ("json", "dotnet"))
-    conn.send(Handshake("hulk", offered + extra, ()))
+    mm2.final(conn, offered + extra, identity="hulk")
     mm2.barrier(conn, "the final handshake")
 
 
@@ -82,13 +83,14 @@ def test_final_handshake_must_include_what_the_server_requires(mm2):
 
 @pytest.mark.requirement("MM2-HS-009", "MM2-HS-014")
 def test_reply_suggests_the_clients_optional_extensions(mm2):
+    known = "json" if mm2.has("json") else "dotnet"      # one the target supports
     conn = mm2.open()
-    conn.send(mm2.offer(optional="json;x-wirecheck-vendor"))
+    conn.send(mm2.offer(optional=f"{known};x-wirecheck-vendor"))
     reply = mm2.reply(conn)
     names = reply.names()
-    assert "json" in names, f"the server supports json but did not suggest it back: {names}"
+    assert known in names, f"the server supports {known} but did not suggest it back: {names}"
     assert "x-wirecheck-vendor" not in names, f"an unknown vendor extension was offered back: {names}"
-    conn.send(Handshake("wirecheck", (), tuple(e for e in reply.optional if e.name == "json")))
+    mm2.final(conn, (), tuple(e for e in reply.optional if e.name == known))
     mm2.barrier(conn, "the final handshake")
 
 
@@ -114,9 +116,22 @@ def test_extension_ids_follow_the_final_order(mm2, order):
     mm2.barrier(conn, "the ack with the negotiated id")
 
 
+@pytest.mark.requirement("MM2-HS-011", "MM2-ACK-007")
+@pytest.mark.parametrize("first", [True, False], ids=["ack-first", "ack-second"])
+def test_ack_id_follows_the_final_order(mm2, first):
+    window = mm2.window_extension(2)
+    conn = mm2.connect(required=f"{window};dotnet" if first else f"dotnet;{window}")
+    queue = mm2.destination("queue")
+    mm2.send(conn, queue)
+    mm2.send(conn, queue)
+    frame = conn.recv(expecting=f"an ack with extension id {1 if first else 2}")
+    assert frame == codec.ExtensionFrame(1 if first else 2, b"\x00\x02"), codec.frame_to_dict(frame)
+
+
 @pytest.mark.requirement("MM2-HS-012", "MM2-FRAME-005")
 @pytest.mark.parametrize("chunks", [1, 3, 7])
 def test_handshake_and_frames_split_and_pipelined(mm2, chunks):
+    mm2.needs("pubsub")
     conn = mm2.open()
     conn.send(mm2.offer(required="pubsub"), chunks=chunks)
     reply = mm2.reply(conn)

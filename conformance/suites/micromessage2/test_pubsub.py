@@ -5,6 +5,12 @@ import pytest
 from reference_impl.micromessage2.codec import ExtensionFrame, Message
 
 
+@pytest.fixture(autouse=True)
+def _needs_pubsub(mm2):
+    """Every test here subscribes (a COMMAND of the pubsub extension)."""
+    mm2.needs("pubsub")
+
+
 def _subscribe(mm2, dest, filter=None, required="pubsub", name="subscriber"):
     sub = mm2.connect(required=required, name=name)
     mm2.subscribe(sub, dest, filter)

@@ -1,0 +1,65 @@
+"""The Micromessage2 suite under the ``sharpmessaging`` profile, against a target that, like the
+real SharpMessaging server, stops reading at the first COMMAND frame (its reader has no COMMAND
+handling: README, "What the real implementation's source shows"). The suite must still give a
+verdict on everything that target can show: its barrier there is the ack of a SEND, never a
+command; the COMMAND tests time out, and nothing else does."""
+import json
+import os
+import subprocess
+import sys
+
+from reference_impl.core.server import ThreadedServer
+from reference_impl.micromessage2.broker import make_broker
+from reference_impl.micromessage2.codec import Command
+from reference_impl.micromessage2.session import MM2Session
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class StallsOnCommands(MM2Session):
+    """Reads nothing more on a connection once a COMMAND frame arrived, and answers nothing."""
+
+    stalled = False
+
+    def _handle(self, frame) -> None:
+        if isinstance(frame, Command):
+            self.stalled = True
+        if not self.stalled:
+            super()._handle(frame)
+
+
+def _check(port, *extra, report):
+    cmd = [sys.executable, "-m", "conformance.cli", "check", "--protocol", "micromessage2",
+           "--target", f"127.0.0.1:{port}", "--report", str(report), *extra]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_sharpmessaging_profile_needs_no_command_answered(tmp_path):
+    broker = make_broker(profile="sharpmessaging")
+    state, config = broker.state, broker.config
+    broker.server.make_session = lambda: StallsOnCommands(state, config)
+    with ThreadedServer(broker) as server:
+        result = _check(server.address[1], "--profile", "sharpmessaging", "--timeout", "0.5",
+                        "--", "-p", "no:randomly", report=tmp_path / "r.json")
+    tests = json.loads((tmp_path / "r.json").read_text())["tests"]
+    by = {}
+    for t in tests:
+        by.setdefault(t["verdict"], []).append(t)
+    assert result.returncode == 1, result.stdout[-2000:]
+    timed_out = {t["nodeid"].split("::")[-1].split("[")[0] for t in by.get("TIMEOUT", [])}
+    # Only the tests that send a COMMAND of their own: an unknown command, and pipelined frames
+    # ending with one.
+    assert timed_out == {"test_unknown_command_gets_an_error_and_the_connection_stays"}, \
+        [(t["nodeid"], t["message"][:200]) for t in by.get("TIMEOUT", [])]
+    assert not by.get("FAIL") and not by.get("HARNESS-ERROR"), \
+        [(t["nodeid"], t["message"][:300]) for t in by.get("FAIL", []) + by.get("HARNESS-ERROR", [])]
+    passed = {t["nodeid"].split("::")[-1].split("[")[0] for t in by["PASS"]}
+    # Tests that end with the barrier, and tests that need the ack of a SEND, pass.
+    assert {"test_offer_without_extensions_gets_a_handshake", "test_large_payload_send_is_acked",
+            "test_continued_sends_are_acked", "test_split_sends_are_acked",
+            "test_ack_id_follows_the_final_order", "test_send_without_destination"} <= passed, passed
+    reasons = {t["message"] for t in by["UNIMPLEMENTED"]}
+    assert any("features.commands = false" in r for r in reasons), reasons
+    # The real server's documented readings stay visible: 1.1 answered to a 1.0 client
+    # (MM2-HS-003), unknown optional extensions echoed (MM2-HS-014).
+    assert {r for t in by["NON-STRICT"] for r in t["requirements"]} >= {"MM2-HS-003", "MM2-HS-014"}
