@@ -158,3 +158,35 @@ def test_counts_not_in_ascii_digits_are_refused(profile, extension):
     assert session.closed
     frames = codec.decode_all(b"".join(out), origin="server", profile=profile)
     assert [type(f) for f in frames] == [Handshake, Error], frames
+
+
+def test_queue_publish_offers_only_the_new_message():
+    """A backlog nobody wants is not rescanned on each publish; order and hand-over are kept."""
+    from reference_impl.micromessage2.filters import parse_filter
+    from reference_impl.micromessage2.state import Stored
+
+    class Receiver:
+        typed, got, room = True, [], True
+
+        def has_room(self):
+            return self.room
+
+        def deliver(self, message):
+            self.got.append(message.payload)
+
+    state = BrokerState()
+    rx = Receiver()
+    sub = state.subscribe(rx, "q", parse_filter("k=N1"))
+    calls = []
+    wants = sub.wants
+    sub.wants = lambda m: calls.append(m) or wants(m)
+    for i in range(50):
+        assert state.publish(Stored("q", b"%d" % i, (("k", "N2"),))) == 0    # waits
+    calls.clear()
+    assert state.publish(Stored("q", b"yes", (("k", "N1"),))) == 1
+    assert len(calls) == 1 and rx.got == [b"yes"]
+    rx.room = False
+    assert state.publish(Stored("q", b"later", (("k", "N1"),))) == 0
+    rx.room = True
+    state.room_freed(rx)
+    assert rx.got == [b"yes", b"later"] and len(state.queues["q"].messages) == 50

@@ -80,10 +80,13 @@ class BrokerState:
         queue = self.queues.setdefault(message.destination, Queue())
         if len(queue.messages) >= self.max_queue_length:
             raise QueueFull(f"queue {message.destination!r} holds {self.max_queue_length} messages")
+        # Every waiting message was already offered to every subscription as things stand (a
+        # subscribe, freed room or a requeue dispatches again), and delivering one frees no
+        # room: only the new message can go now, so the backlog is not rescanned.
+        if self._hand_over(queue, message):
+            return 1
         queue.messages.append(message)
-        before = len(queue.messages)
-        self.dispatch(message.destination)
-        return before - len(queue.messages)
+        return 0
 
     def dispatch(self, destination: str) -> None:
         """Hand waiting queue messages, in order, to subscribers with room."""
@@ -91,19 +94,24 @@ class BrokerState:
         if queue is None or not queue.messages or not queue.subscriptions:
             return
         kept = deque()
-        subs = queue.subscriptions
         while queue.messages:
             message = queue.messages.popleft()
-            n = len(subs)
-            for k in range(n):
-                sub = subs[(queue.turn + k) % n]
-                if sub.subscriber.has_room() and sub.wants(message):
-                    queue.turn = (queue.turn + k + 1) % n
-                    sub.subscriber.deliver(message)
-                    break
-            else:
+            if not self._hand_over(queue, message):
                 kept.append(message)
         queue.messages = kept
+
+    @staticmethod
+    def _hand_over(queue: "Queue", message: Stored) -> bool:
+        """Deliver ``message`` to the next subscription (round robin) with room that wants it."""
+        subs = queue.subscriptions
+        n = len(subs)
+        for k in range(n):
+            sub = subs[(queue.turn + k) % n]
+            if sub.subscriber.has_room() and sub.wants(message):
+                queue.turn = (queue.turn + k + 1) % n
+                sub.subscriber.deliver(message)
+                return True
+        return False
 
     def requeue(self, messages) -> None:
         """Queue messages a subscriber did not ack go back to the front of their queues."""
