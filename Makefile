@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install real-peers signalr-clients run demo test bench fuzz-smoke lint clean
+.PHONY: install real-peers signalr-clients browser allure-cli report-allure run demo test bench fuzz-smoke lint clean
 
 install: $(STAMP)
 
@@ -39,7 +39,33 @@ $(SIGNALR_JS)/node_modules/.installed: $(SIGNALR_JS)/package.json $(SIGNALR_JS)/
 	cd $(SIGNALR_JS) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: install real-peers signalr-clients
+# Headless Chromium for the report test (tests/test_reports.py opens index.html in it).
+browser:
+	test -x /usr/bin/chromium-headless-shell || \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium-headless-shell || \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium-headless-shell; }
+
+# allure's command line from npm (pinned by tools/allure/package-lock.json) and a Java runtime
+# for it (Debian's default JRE unless one is there).
+ALLURE_DIR := tools/allure
+ALLURE     := $(ALLURE_DIR)/node_modules/.bin/allure
+allure-cli: $(ALLURE_DIR)/node_modules/.installed
+	command -v java >/dev/null || \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends default-jre-headless || \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends default-jre-headless; }
+
+$(ALLURE_DIR)/node_modules/.installed: $(ALLURE_DIR)/package.json $(ALLURE_DIR)/package-lock.json
+	cd $(ALLURE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Every protocol's suite against its reference broker with allure results, then allure's HTML
+# report in reports/allure-report/.
+report-allure: install allure-cli
+	rm -rf reports/allure-results
+	-$(VENV)/bin/wirecheck run --reports reports --alluredir reports/allure-results
+	$(ALLURE) generate reports/allure-results -o reports/allure-report --clean
+
+test: install real-peers signalr-clients browser allure-cli
 	$(PY) -m pytest -n auto -q $(PYTEST_ARGS)
 
 bench: install real-peers

@@ -3,8 +3,9 @@
     wirecheck protocols [--json]
     wirecheck serve   --protocol P [--host H] [--port N] [--data-dir DIR] [--api-key K ...] [--raw-port N]
     wirecheck check   --protocol P [--target HOST:PORT] [--profile NAME|FILE] [--report FILE] [-n N]
+    wirecheck report  RESULTS... --out FILE.html|FILE.json|DIR   # merge result files into reports
     wirecheck decode  --protocol P [--profile NAME] (--hex HEX | --file F | --pcap F)
-    wirecheck run     [--reports DIR]      # every protocol's broker + suite (``make run``)
+    wirecheck run     [--reports DIR] [--protocol P ...] [--alluredir DIR]   # brokers + suites (``make run``)
 """
 from __future__ import annotations
 
@@ -156,14 +157,36 @@ def cmd_check(args) -> int:
     import tempfile
 
     import pytest
+    html_out = args.report if args.report and args.report.endswith(".html") else None
     with tempfile.TemporaryDirectory() as tmp:
-        report = args.report or os.path.join(tmp, "report.json")
+        # --report FILE.html: the HTML report, and its result file beside it (FILE.json).
+        report = (html_out[:-len(".html")] + ".json") if html_out else (args.report or os.path.join(tmp, "report.json"))
         argv = pytest_args(args.protocol, args.target, args.profile, report, args.junitxml,
                            args.n, args.timeout, args.strict, args.pytest_args)
+        if args.label:
+            argv += ["--wirecheck-label", args.label]
         status = exit_code(int(pytest.main(argv)))
         if status == EXIT_NONCONFORMANT and _harness_errors(report):
             status = EXIT_HARNESS
+        if html_out and os.path.exists(report):
+            from conformance.report_index import write
+            from conformance.results import load_run
+            write([load_run(report)], html_out)
+            print(f"report: {os.path.abspath(html_out)}")
     return status
+
+
+def cmd_report(args) -> int:
+    from conformance.report_index import write
+    from conformance.results import ReportError, load_runs
+    try:
+        runs = load_runs(args.results)
+    except ReportError as exc:
+        print(f"wirecheck report: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
+    for path in write(runs, args.out):
+        print(f"wrote {path}")
+    return EXIT_OK
 
 
 def _harness_errors(report: str) -> int:
@@ -219,7 +242,8 @@ def cmd_decode(args) -> int:
 
 def cmd_run(args) -> int:
     from conformance.runall import run_all
-    return run_all(args.reports, timeout=args.timeout)
+    return run_all(args.reports, timeout=args.timeout, alluredir=args.alluredir,
+                   protocols=[spec.id for spec in args.protocol or []])
 
 
 # -- parser ------------------------------------------------------------------------------------
@@ -252,13 +276,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--protocol", type=_protocol, required=True)
     s.add_argument("--target", default=None, help="HOST:PORT (default: start the reference broker)")
     s.add_argument("--profile", default=None)
-    s.add_argument("--report", default=None, help="JSON result file")
+    s.add_argument("--report", default=None,
+                   help="FILE.json: the result file; FILE.html: the HTML report (and FILE.json beside it)")
+    s.add_argument("--label", default=None, help="the implementation's name in reports")
     s.add_argument("--junitxml", default=None, help="JUnit XML file")
     s.add_argument("-n", default=None, help="pytest-xdist workers (e.g. auto)")
     s.add_argument("--timeout", type=float, default=None, help="seconds per receive")
     s.add_argument("--strict", action="store_true", help="SHOULD violations fail too")
     s.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
     s.set_defaults(func=cmd_check)
+
+    s = sub.add_parser("report", help="merge result files into the HTML report and/or index.json")
+    s.add_argument("results", nargs="+", help="result files (check --report FILE.json) or directories of them")
+    s.add_argument("--out", required=True,
+                   help="FILE.html (HTML report), FILE.json (index.json + transcripts/ beside it), or a "
+                        "directory (index.html and index.json)")
+    s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("decode", help="decode frames; JSON lines")
     s.add_argument("--protocol", type=_protocol, required=True)
@@ -271,6 +304,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("run", help="every protocol's reference broker + black-box suite")
     s.add_argument("--reports", default="reports")
+    s.add_argument("--alluredir", default=None, help="also write allure results here")
+    s.add_argument("--protocol", type=_protocol, action="append",
+                   help="only this protocol (repeatable; default: all)")
     s.add_argument("--timeout", type=float, default=None)
     s.set_defaults(func=cmd_run)
     return p

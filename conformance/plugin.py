@@ -79,6 +79,8 @@ def pytest_addoption(parser) -> None:
                         default=DEFAULT_TIMEOUT, metavar="S", help=timeout_help)
     group.addoption("--wirecheck-report", dest="wirecheck_report", default=None, metavar="FILE",
                     help="write a JSON result file (verdict, requirements, transcript per test)")
+    group.addoption("--wirecheck-label", dest="wirecheck_label", default=None, metavar="NAME",
+                    help="the implementation's name in reports (default: the target and profile)")
 
 
 def strict_mode(config) -> bool:
@@ -237,8 +239,39 @@ def pytest_runtest_makereport(item, call):
     if verdict != verdicts.PASS and tgt is not None and tgt.transcripts:
         text = tgt.render_transcripts()
         report.sections.append(("wirecheck transcript", text))
+        # The same, as data for the HTML report (sections are strings: they cross xdist).
+        report.sections.append(("wirecheck wire", json.dumps(tgt.transcripts_json())))
         _allure_attach(item.config, text)
     return report
+
+
+_SEVERITY = {"MUST": "critical", "SHOULD": "normal", "MAY": "minor"}
+
+
+@pytest.fixture(autouse=True)
+def _wirecheck_allure_labels(request):
+    """allure labels of a suite test: epic = protocol, feature = document section, story =
+    requirement ID, severity from the strongest level (MUST critical, SHOULD normal, MAY minor)."""
+    config = request.config
+    proto = suite_protocol(request.node.path)
+    if proto is None or not config.pluginmanager.hasplugin("allure_pytest") \
+            or not config.getoption("allure_report_dir", None):
+        return
+    import allure
+    ids = _requirement_ids(request.node)
+    cat = verdicts._catalogue(proto)
+    reqs = [cat[i] for i in ids if i in cat]
+    allure.dynamic.epic(proto)
+    for section in dict.fromkeys(r.section for r in reqs):
+        allure.dynamic.feature(section)
+    for rid in ids:
+        allure.dynamic.story(rid)
+    levels = [r.level for r in reqs]
+    strongest = next((lv for lv in ("MUST", "SHOULD", "MAY") if lv in levels), None)
+    if strongest:
+        allure.dynamic.severity(_SEVERITY[strongest])
+    if reqs:
+        allure.dynamic.description("\n".join(f"{r.id} [{r.level}] {r.section}: {r.summary}" for r in reqs))
 
 
 def _allure_attach(config, text: str) -> None:
@@ -276,12 +309,14 @@ class ResultCollector:
         entry = self.results.setdefault(report.nodeid, {
             "nodeid": report.nodeid, "protocol": props["protocol"],
             "requirements": props["requirements"].split(), "verdict": verdicts.PASS,
-            "message": "", "transcript": "", "duration": 0.0})
+            "message": "", "transcript": "", "wire": [], "duration": 0.0})
         entry["duration"] += report.duration
         if verdicts.rank(props["verdict"]) > verdicts.rank(entry["verdict"]):
+            sections = dict(report.sections)
             entry["verdict"] = props["verdict"]
             entry["message"] = verdicts.message(report)
-            entry["transcript"] = dict(report.sections).get("wirecheck transcript", "")
+            entry["transcript"] = sections.get("wirecheck transcript", "")
+            entry["wire"] = json.loads(sections.get("wirecheck wire", "[]"))
 
     def summary(self) -> dict:
         from conformance.requirements import catalogue
@@ -301,16 +336,35 @@ class ResultCollector:
                 waived[proto].update(r["requirements"])
             elif verdict not in (verdicts.PASS, verdicts.SKIPPED):
                 failing[proto].update(r["requirements"])
+        passed_only: dict[str, set] = defaultdict(set)
+        for proto, ids in tested.items():
+            bad = {i for r in self.results.values() if r["protocol"] == proto
+                   and r["verdict"] != verdicts.PASS for i in r["requirements"]}
+            passed_only[proto] = ids - bad
         out = {}
         for proto, counts in sorted(per.items()):
-            cat = catalogue(registry.get(proto).requirements)
+            spec = registry.get(proto)
+            cat = catalogue(spec.requirements)
+            waivers = self._waivers(spec)
             out[proto] = {"counts": dict(counts),
+                          "waivers": waivers,
+                          # a waiver whose requirement passes every test: no longer needed
+                          "stale_waivers": sorted(set(waivers) & passed_only[proto]),
+                          "catalogue": {i: {"level": r.level, "section": r.section, "summary": r.summary,
+                                            "untestable": r.untestable} for i, r in cat.items()},
                           "coverage": verdicts.coverage(cat, tested[proto]),
                           "failing_requirements": sorted(failing[proto]),
                           # a feature the profile says is absent; waived by the profile
                           "unimplemented_requirements": sorted(unimplemented[proto] - failing[proto]),
                           "waived_requirements": sorted(waived[proto] - failing[proto])}
         return out
+
+    def _waivers(self, spec) -> dict:
+        from conformance.profiles import ProfileError, load_profile
+        try:
+            return dict(load_profile(spec, self.config.getoption("wirecheck_profile")).waivers)
+        except ProfileError:
+            return {}
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.results:
@@ -333,6 +387,8 @@ class ResultCollector:
                 tr.write_line(f"  unimplemented (profile): {', '.join(s['unimplemented_requirements'])}")
             if s["waived_requirements"]:
                 tr.write_line(f"  waived (profile): {', '.join(s['waived_requirements'])}")
+            if s["stale_waivers"]:
+                tr.write_line(f"  stale waivers (the requirement passes): {', '.join(s['stale_waivers'])}")
 
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         path = self.config.getoption("wirecheck_report")
@@ -341,6 +397,7 @@ class ResultCollector:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         doc = {"started": self.started, "finished": time.time(), "exitstatus": int(exitstatus),
                "target": self.config.getoption("wirecheck_target"),
+               "label": self.config.getoption("wirecheck_label"),
                "profile": self.config.getoption("wirecheck_profile"),
                "strict": strict_mode(self.config),
                "summary": self.summary(), "tests": sorted(self.results.values(), key=lambda r: r["nodeid"])}

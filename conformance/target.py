@@ -49,6 +49,14 @@ class Transcript:
     def add(self, direction: str, data: bytes, note: str = "") -> None:
         self.entries.append(TranscriptEntry(time.monotonic() - self.start, direction, bytes(data), note))
 
+    def to_json(self, max_bytes: int = 4096) -> dict:
+        """The transcript as data (the report's wire log): per entry the time in seconds, the
+        direction, the bytes in hex (at most ``max_bytes`` of them), the decoded note and the
+        full length."""
+        return {"name": self.name,
+                "entries": [[round(e.time, 6), e.direction, e.data[:max_bytes].hex(), e.note, len(e.data)]
+                            for e in self.entries]}
+
     def render(self, max_bytes: int = 256) -> str:
         lines = [f"transcript {self.name}".rstrip()]
         for e in self.entries:
@@ -330,6 +338,9 @@ class Target:
         for conn in self.connections:
             conn.close()
         self.connections.clear()
+
+    def transcripts_json(self) -> list[dict]:
+        return [t.to_json() for t in self.transcripts]
 
     def render_transcripts(self) -> str:
         return "\n\n".join(t.render() for t in self.transcripts)

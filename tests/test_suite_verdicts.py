@@ -109,6 +109,10 @@ def test_junit_and_allure_carry_requirements_and_transcripts(tmp_path):
     results = [json.loads(open(f).read()) for f in glob.glob(str(allure_dir / "*-result.json"))]
     assert results and all(r["status"] == "failed" for r in results)
     assert all(any(a["name"] == "wire transcript" for a in r.get("attachments", [])) for r in results)
+    for r in results:                   # epic = protocol, feature = section, story = requirement
+        labels = {(lab["name"], lab["value"]) for lab in r["labels"]}
+        assert {("epic", "blipmq"), ("feature", "PUBLISH"), ("story", "BLIP-PUB-002"),
+                ("severity", "critical")} <= labels, labels
 
 
 def test_setup_failure_is_a_harness_error_and_exits_2(tmp_path):

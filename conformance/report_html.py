@@ -1,0 +1,240 @@
+"""The compliance report as one HTML file (no network access needed to open it: styles and the
+filter script are inline).
+
+Layout: the runs; a summary per protocol and run (verdict counts, MUST/SHOULD coverage,
+conformant or not); with several runs, a matrix of requirements x implementations; per
+protocol, the requirement catalogue as the table of contents, a verdict per requirement, each
+linking to its cases; per case that did not pass, the requirement text, what was expected,
+what happened, and the wire transcript (time, direction, decoded frame, hex; both
+directions). Filters: failed only, protocol, level.
+"""
+from __future__ import annotations
+
+import html
+import time
+
+from conformance import verdicts
+from conformance.results import NOT_RUN, UNTESTABLE, Run
+
+#: Verdicts shown as "failed" by the failed-only filter.
+FAILED = {verdicts.FAIL, verdicts.TIMEOUT, verdicts.HARNESS_ERROR, verdicts.NON_STRICT}
+_ORDER = [verdicts.PASS, verdicts.FAIL, verdicts.TIMEOUT, verdicts.NON_STRICT, verdicts.WAIVED,
+          verdicts.UNIMPLEMENTED, verdicts.SKIPPED, verdicts.HARNESS_ERROR]
+_HEX_SHOWN = 512          # bytes of each wire entry shown in the page (the JSON keeps 4 KiB)
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1b1f24;background:#fafafa}
+header{background:#1b1f24;color:#fff;padding:12px 20px}header h1{margin:0;font-size:20px}
+main{padding:12px 20px}section{margin-bottom:28px}h2{border-bottom:2px solid #ddd;padding-bottom:4px}
+table{border-collapse:collapse;margin:6px 0 12px;background:#fff}
+td,th{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
+tr.req td:first-child{white-space:nowrap}
+th{background:#f0f0f0}.num{text-align:right}
+.v{display:inline-block;padding:0 6px;border-radius:3px;font-weight:600;font-size:12px;color:#fff;white-space:nowrap}
+.v-PASS{background:#1a7f37}.v-FAIL{background:#cf222e}.v-TIMEOUT{background:#8250df}
+.v-NON-STRICT{background:#bf8700}.v-WAIVED{background:#57606a}.v-UNIMPLEMENTED{background:#8c959f}
+.v-SKIPPED{background:#afb8c1}.v-HARNESS-ERROR{background:#000}.v-UNTESTABLE{background:#d0d7de;color:#1b1f24}
+.v-NOT-RUN{background:#eaeef2;color:#57606a}.v-yes{background:#1a7f37}.v-no{background:#cf222e}
+.case{background:#fff;border:1px solid #ddd;border-left:4px solid #cf222e;margin:8px 0;padding:6px 10px}
+.case.v-case-NON-STRICT{border-left-color:#bf8700}.case.v-case-TIMEOUT{border-left-color:#8250df}
+.case.v-case-WAIVED{border-left-color:#57606a}
+.wire{font:12px/1.35 ui-monospace,monospace;width:100%}.wire td{border:none;border-bottom:1px solid #eee}
+.d-send{color:#0550ae}.d-recv{color:#116329}.d-event{color:#6e7781}.hex{color:#57606a;word-break:break-all}
+#filters{position:sticky;top:0;background:#fff;border-bottom:1px solid #ddd;padding:6px 20px;z-index:1}
+.hidden{display:none}
+"""
+
+_JS = """
+(function(){
+  var failed=document.getElementById('f-failed'),proto=document.getElementById('f-proto'),
+      level=document.getElementById('f-level');
+  function apply(){
+    document.querySelectorAll('[data-proto]').forEach(function(el){
+      var hide=(proto.value&&el.dataset.proto!==proto.value)||
+               (level.value&&el.dataset.level&&el.dataset.level!==level.value)||
+               (failed.checked&&el.dataset.failed==='0');
+      el.classList.toggle('hidden',!!hide);
+    });
+    var shown=document.querySelectorAll('tr.req[data-proto]:not(.hidden)').length;
+    document.getElementById('f-count').textContent=shown+' requirement(s) shown';
+  }
+  [failed,proto,level].forEach(function(el){el.addEventListener('change',apply);});
+  apply();
+})();
+"""
+
+
+def _e(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _badge(verdict: str) -> str:
+    return f'<span class="v v-{_e(verdict)}">{_e(verdict)}</span>'
+
+
+def _anchor(*parts: str) -> str:
+    return "-".join("".join(c if c.isalnum() else "_" for c in p) for p in parts)
+
+
+def render(runs: list[Run], title: str = "wirecheck compliance report") -> str:
+    protocols = sorted({p for r in runs for p in r.protocols})
+    out = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>"
+           f"<style>{_CSS}</style></head><body>",
+           f"<header><h1>{_e(title)}</h1><div>generated {_e(time.strftime('%Y-%m-%d %H:%M:%S %Z'))}"
+           f" &middot; {len(runs)} run(s) &middot; {len(protocols)} protocol(s)</div></header>",
+           _filters(protocols), "<main>", _runs_table(runs), _summary(runs, protocols)]
+    if len(runs) > 1:
+        out.append(_matrix(runs, protocols))
+    for proto in protocols:
+        for run in runs:
+            if proto in run.protocols:
+                out.append(_protocol_section(run, proto, several=len(runs) > 1))
+    out.append(f"</main><script>{_JS}</script></body></html>")
+    return "\n".join(out)
+
+
+def _filters(protocols: list[str]) -> str:
+    opts = "".join(f"<option value='{_e(p)}'>{_e(p)}</option>" for p in protocols)
+    return ("<div id='filters'><label><input type='checkbox' id='f-failed'> failed only</label> &nbsp; "
+            f"<label>protocol <select id='f-proto'><option value=''>all</option>{opts}</select></label> &nbsp; "
+            "<label>level <select id='f-level'><option value=''>all</option><option>MUST</option>"
+            "<option>SHOULD</option><option>MAY</option></select></label> &nbsp; "
+            "<span id='f-count'></span></div>")
+
+
+def _runs_table(runs: list[Run]) -> str:
+    rows = []
+    for r in runs:
+        d = r.doc
+        rows.append(f"<tr><td>{_e(r.label)}</td><td>{_e(', '.join(r.protocols))}</td>"
+                    f"<td>{_e(d.get('profile') or 'default')}</td><td>{'yes' if d.get('strict') else 'no'}</td>"
+                    f"<td class='num'>{r.duration:.1f} s</td><td>{_e(', '.join(d.get('paths', [r.path])))}</td></tr>")
+    return ("<section id='runs'><h2>Runs</h2><table><tr><th>implementation</th><th>protocols</th>"
+            "<th>profile</th><th>strict</th><th>duration</th><th>result file</th></tr>"
+            + "".join(rows) + "</table></section>")
+
+
+def _summary(runs: list[Run], protocols: list[str]) -> str:
+    head = "".join(f"<th>{_e(v)}</th>" for v in _ORDER)
+    rows = []
+    for proto in protocols:
+        for r in runs:
+            if proto not in r.protocols:
+                continue
+            s = r.summary[proto]
+            counts, cov = s.get("counts", {}), s.get("coverage", {})
+            must, should = cov.get("MUST", [0, 0]), cov.get("SHOULD", [0, 0])
+            ok = r.conformant(proto)
+            cells = "".join(f"<td class='num'>{counts.get(v, 0)}</td>" for v in _ORDER)
+            stale = s.get("stale_waivers", [])
+            rows.append(f"<tr data-proto='{_e(proto)}' data-failed='{0 if ok else 1}'><td>"
+                        f"<a href='#{_anchor(proto, r.label)}'>{_e(proto)}</a></td><td>{_e(r.label)}</td>"
+                        f"<td>{_badge('yes' if ok else 'no')}</td>{cells}"
+                        f"<td class='num'>{must[0]}/{must[1]}</td><td class='num'>{should[0]}/{should[1]}</td>"
+                        f"<td class='num'>{cov.get('untestable', 0)}</td>"
+                        f"<td>{_e(', '.join(s.get('failing_requirements', [])))}</td>"
+                        f"<td>{_e(', '.join(stale))}</td></tr>")
+    return ("<section id='summary'><h2>Summary</h2><table><tr><th>protocol</th><th>implementation</th>"
+            f"<th>conformant</th>{head}<th>MUST tested</th><th>SHOULD tested</th><th>untestable</th>"
+            "<th>requirements not met</th><th>stale waivers</th></tr>" + "".join(rows) + "</table></section>")
+
+
+def _matrix(runs: list[Run], protocols: list[str]) -> str:
+    head = "".join(f"<th>{_e(r.label)}</th>" for r in runs)
+    rows = []
+    for proto in protocols:
+        per_run = [r.requirement_verdicts(proto) if proto in r.protocols else {} for r in runs]
+        cat = next((r.catalogue(proto) for r in runs if r.catalogue(proto)), {})
+        ids = sorted(set(cat) | {i for v in per_run for i in v})
+        for rid in ids:
+            vs = [v.get(rid, ("", []))[0] for v in per_run]
+            failed = int(any(x in FAILED for x in vs))
+            level = cat.get(rid, {}).get("level", "")
+            cells = "".join(f"<td>{_badge(v) if v else ''}</td>" for v in vs)
+            rows.append(f"<tr class='req' data-proto='{_e(proto)}' data-level='{_e(level)}' data-failed='{failed}'>"
+                        f"<td>{_e(rid)}</td><td>{_e(level)}</td>{cells}</tr>")
+    return ("<section id='matrix'><h2>Implementations &times; requirements</h2><table><tr><th>requirement</th>"
+            f"<th>level</th>{head}</tr>" + "".join(rows) + "</table></section>")
+
+
+def _protocol_section(run: Run, proto: str, several: bool) -> str:
+    cat = run.catalogue(proto)
+    reqs = run.requirement_verdicts(proto)
+    anchor = _anchor(proto, run.label)
+    title = f"{proto} &mdash; {_e(run.label)}" if several else _e(proto)
+    rows, details = [], []
+    for rid in sorted(reqs):
+        verdict, tests = reqs[rid]
+        req = cat.get(rid, {})
+        level = req.get("level", "")
+        failed = int(verdict in FAILED)
+        rid_anchor = _anchor(anchor, rid)
+        note = req.get("untestable", "") if verdict == UNTESTABLE else ""
+        link = f"<a href='#{rid_anchor}'>{_e(rid)}</a>" if tests else _e(rid)
+        rows.append(f"<tr class='req' data-proto='{_e(proto)}' data-level='{_e(level)}' data-failed='{failed}'>"
+                    f"<td>{link}</td><td>{_e(level)}</td><td>{_e(req.get('section', ''))}</td>"
+                    f"<td>{_e(req.get('summary', ''))}{'<br><i>untestable: ' + _e(note) + '</i>' if note else ''}</td>"
+                    f"<td>{_badge(verdict)}</td><td class='num'>{len(tests)}</td></tr>")
+        if tests:
+            details.append(_requirement_detail(proto, rid, req, verdict, tests, rid_anchor))
+    return (f"<section id='{anchor}' data-proto='{_e(proto)}'><h2>{title}</h2>"
+            "<h3>Requirements</h3><table><tr><th>ID</th><th>level</th><th>section</th><th>requirement</th>"
+            "<th>verdict</th><th>tests</th></tr>" + "".join(rows) + "</table>"
+            "<h3>Cases</h3>" + "".join(details) + "</section>")
+
+
+def _requirement_detail(proto, rid, req, verdict, tests, anchor) -> str:
+    level = req.get("level", "")
+    failed = int(verdict in FAILED)
+    cases = []
+    for t in sorted(tests, key=lambda t: (-verdicts.rank(t["verdict"]), t["nodeid"])):
+        if t["verdict"] == verdicts.PASS:
+            cases.append(f"<div>{_badge(t['verdict'])} {_e(t['nodeid'])} "
+                         f"<small>({t.get('duration', 0) * 1000:.0f} ms)</small></div>")
+            continue
+        expected, actual = expected_and_actual(t.get("message", ""), req)
+        cases.append(f"<div class='case v-case-{_e(t['verdict'])}'>{_badge(t['verdict'])} <b>{_e(t['nodeid'])}</b> "
+                     f"<small>({t.get('duration', 0) * 1000:.0f} ms; requirements "
+                     f"{_e(', '.join(t.get('requirements', [])))})</small>"
+                     f"<div><b>expected:</b> {_e(expected)}</div><div><b>actual:</b> {_e(actual)}</div>"
+                     + _wire(t) + "</div>")
+    return (f"<div id='{anchor}' data-proto='{_e(proto)}' data-level='{_e(level)}' data-failed='{failed}'>"
+            f"<h4>{_e(rid)} [{_e(level)}] {_badge(verdict)}</h4>"
+            f"<p>{_e(req.get('section', ''))}: {_e(req.get('summary', ''))}</p>" + "".join(cases) + "</div>")
+
+
+def expected_and_actual(message: str, req: dict) -> tuple[str, str]:
+    """What the case expected and what happened, from its failure message. The suites word
+    their failures "expected X, got Y" (or "... (expected X)" for a timeout); otherwise the
+    requirement's own text is what was expected."""
+    text = message.strip()
+    for prefix in ("NON-STRICT: ", "WAIVED: "):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    low = text.find("expected ")
+    if low >= 0:
+        rest = text[low + len("expected "):]
+        got = rest.find(", got ")
+        if got >= 0:
+            return rest[:got], rest[got + len(", got "):]
+        if text[low - 1:low] == "(" and rest.endswith(")"):
+            return rest[:-1], text[:low - 1].strip()
+    return req.get("summary", "the requirement"), text or "(no message)"
+
+
+def _wire(test: dict) -> str:
+    wire = test.get("wire") or []
+    if not wire:
+        text = test.get("transcript", "")
+        return f"<pre class='wire'>{_e(text)}</pre>" if text else "<div><i>no wire transcript</i></div>"
+    parts = []
+    for conn in wire:
+        rows = []
+        for t, direction, hexed, note, length in conn.get("entries", []):
+            cls = {"->": "d-send", "<-": "d-recv"}.get(direction, "d-event")
+            shown = bytes.fromhex(hexed[:_HEX_SHOWN * 2]).hex(" ") if hexed else ""
+            more = f" &hellip; ({length} bytes)" if length * 2 > len(shown.replace(" ", "")) else ""
+            rows.append(f"<tr class='{cls}'><td class='num'>{t * 1000:.1f} ms</td><td>{_e(direction)}</td>"
+                        f"<td>{_e(note)}<div class='hex'>{_e(shown)}{more}</div></td></tr>")
+        parts.append(f"<div><b>{_e(conn.get('name', ''))}</b></div><table class='wire'>{''.join(rows)}</table>")
+    return "".join(parts)

@@ -1,0 +1,72 @@
+"""Machine-readable reports: ``index.json`` (one entry per case and implementation, like
+Autobahn's: verdict, requirement IDs, duration, transcript file) and the transcript files
+beside it, and the writer that produces every report format of a set of runs."""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from conformance.report_html import render
+from conformance.results import Run
+
+
+def _file_name(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:180]
+
+
+def index(runs: list[Run], transcripts_dir: str | None) -> dict:
+    """The index document; writes each case's transcript under ``transcripts_dir`` (a path
+    relative to the index's directory is recorded) when given."""
+    out = {"generated": time.time(), "runs": {}}
+    for run in runs:
+        cases = {}
+        for t in run.tests:
+            entry = {"protocol": t.get("protocol"), "verdict": t["verdict"],
+                     "requirements": t.get("requirements", []),
+                     "duration_ms": round(t.get("duration", 0) * 1000, 3), "message": t.get("message", ""),
+                     "transcript": None}
+            if transcripts_dir and t.get("transcript"):
+                rel = os.path.join("transcripts", _file_name(run.label), _file_name(t["nodeid"]) + ".txt")
+                path = os.path.join(transcripts_dir, rel)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(t["transcript"] + "\n")
+                entry["transcript"] = rel
+            cases[t["nodeid"]] = entry
+        out["runs"][run.label] = {
+            "profile": run.doc.get("profile"), "strict": bool(run.doc.get("strict")),
+            "result_files": run.doc.get("paths", [run.path]),
+            "protocols": {p: {"conformant": run.conformant(p), "counts": run.summary[p].get("counts", {}),
+                              "coverage": run.summary[p].get("coverage", {}),
+                              "failing_requirements": run.summary[p].get("failing_requirements", []),
+                              "stale_waivers": run.summary[p].get("stale_waivers", [])}
+                          for p in run.protocols},
+            "cases": cases}
+    return out
+
+
+def write(runs: list[Run], out: str) -> list[str]:
+    """Write the report(s) ``out`` names: ``*.html`` (the HTML report), ``*.json`` (index.json
+    and its transcripts beside it), or a directory (both, as ``index.html`` and ``index.json``).
+    The paths written."""
+    if out.endswith(".html"):
+        targets = [out, None]
+    elif out.endswith(".json"):
+        targets = [None, out]
+    else:
+        targets = [os.path.join(out, "index.html"), os.path.join(out, "index.json")]
+    written = []
+    html_path, json_path = targets
+    for path in filter(None, targets):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    if html_path:
+        with open(html_path, "w", encoding="utf-8") as fh:
+            fh.write(render(runs))
+        written.append(html_path)
+    if json_path:
+        doc = index(runs, os.path.dirname(os.path.abspath(json_path)))
+        with open(json_path, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=1)
+        written.append(json_path)
+    return written

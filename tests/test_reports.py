@@ -1,0 +1,155 @@
+"""Compliance reports: the HTML report of a run against a target with one injected bug names the
+requirement FAIL with the transcript that exposed it; several result files merge into a matrix,
+index.json and transcript files; stale waivers are flagged; the HTML opens in headless
+Chromium (screenshot and the DOM after its script ran)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from reference_impl.core.server import ThreadedServer
+
+from .faulty_targets import WrongNackCode, broker_with
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SELECTION = "test_publish_empty_topic or test_ping_after_auth_gets_pong"
+
+
+def wirecheck(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two runs of the same selection: a broker with a wrong NACK code, and a correct one."""
+    out = tmp_path_factory.mktemp("runs")
+    with ThreadedServer(broker_with(WrongNackCode)) as server:
+        bad = wirecheck("check", "--protocol", "blipmq", "--target", f"127.0.0.1:{server.address[1]}",
+                        "--label", "broken-broker", "--report", str(out / "bad.html"), "--", "-k", SELECTION)
+    good = wirecheck("check", "--protocol", "blipmq", "--label", "reference", "--report",
+                     str(out / "good.json"), "--", "-k", SELECTION)
+    return out, bad, good
+
+
+def test_one_injected_bug_shows_as_fail_with_its_transcript(runs):
+    out, bad, _ = runs
+    assert bad.returncode == 1, bad.stdout[-2000:]
+    page = (out / "bad.html").read_text()
+    results = json.loads((out / "bad.json").read_text())
+    failures = [t for t in results["tests"] if t["verdict"] == "FAIL"]
+    assert failures and all(t["requirements"] == ["BLIP-PUB-002"] for t in failures)
+    failed = failures[0]
+    # The wire log as data: the PUBLISH sent and the NACK received, each with time and bytes.
+    entries = [e for conn in failed["wire"] for e in conn["entries"]]
+    assert any(d == "->" and "PUBLISH" in note.upper() for _, d, _, note, _ in entries), entries
+    nack = [e for e in entries if e[1] == "<-" and e[2]]
+    assert nack, entries
+    assert "BLIP-PUB-002" in page and 'class="v v-FAIL"' in page
+    assert bytes.fromhex(nack[0][2]).hex(" ")[:20] in page, "the received bytes are in the report"
+    assert "expected:" in page and "actual:" in page
+    assert "401" in page                                   # the wrong code the broker answered
+
+
+def test_merged_runs_matrix_index_and_transcripts(runs, tmp_path):
+    out, _, good = runs
+    assert good.returncode == 0, good.stdout[-2000:]
+    result = wirecheck("report", str(out / "bad.json"), str(out / "good.json"), "--out", str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "Implementations &times; requirements" in page
+    assert "broken-broker" in page and "reference" in page
+    index = json.loads((tmp_path / "r" / "index.json").read_text())
+    assert set(index["runs"]) == {"broken-broker", "reference"}
+    assert index["runs"]["reference"]["protocols"]["blipmq"]["conformant"] is True
+    assert index["runs"]["broken-broker"]["protocols"]["blipmq"]["conformant"] is False
+    cases = index["runs"]["broken-broker"]["cases"]
+    failures = [c for c in cases.values() if c["verdict"] == "FAIL"]
+    assert failures and all(c["requirements"] == ["BLIP-PUB-002"] and c["duration_ms"] > 0 for c in failures)
+    failing = failures[0]
+    transcript = (tmp_path / "r" / failing["transcript"]).read_text()
+    assert "<-" in transcript and "->" in transcript
+    assert all(c["transcript"] is None for c in index["runs"]["reference"]["cases"].values())
+
+
+def test_report_refuses_what_is_not_a_result_file(tmp_path):
+    bogus = tmp_path / "x.json"
+    bogus.write_text('{"a": 1}')
+    result = wirecheck("report", str(bogus), "--out", str(tmp_path / "o.html"))
+    assert result.returncode == 2 and "not a wirecheck result file" in result.stderr
+    result = wirecheck("report", str(tmp_path / "missing.json"), "--out", str(tmp_path / "o.html"))
+    assert result.returncode == 2 and "missing.json" in result.stderr
+    assert not (tmp_path / "o.html").exists()
+
+
+def test_stale_waiver_is_flagged(tmp_path):
+    profile = tmp_path / "p.toml"
+    profile.write_text('extends = "document"\n[waivers]\n"BLIP-PING-001" = "fixed since?"\n')
+    result = wirecheck("check", "--protocol", "blipmq", "--profile", str(profile), "--report",
+                       str(tmp_path / "s.json"), "--", "-k", "test_ping_after_auth_gets_pong")
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert "stale waivers (the requirement passes): BLIP-PING-001" in result.stdout
+    summary = json.loads((tmp_path / "s.json").read_text())["summary"]["blipmq"]
+    assert summary["stale_waivers"] == ["BLIP-PING-001"]
+    assert summary["waivers"] == {"BLIP-PING-001": "fixed since?"}
+
+
+def _chromium():
+    for name in ("chromium-headless-shell", "chromium", "chromium-browser"):
+        path = shutil.which(name) or (f"/usr/lib/chromium/{name}" if os.path.exists(f"/usr/lib/chromium/{name}") else None)
+        if path:
+            return path
+    pytest.fail("no headless Chromium: `make test` installs chromium-headless-shell (make browser)")
+
+
+def test_report_opens_in_headless_chromium(runs, tmp_path):
+    out, _, _ = runs
+    browser = _chromium()
+    flags = ["--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"]
+    url = (out / "bad.html").as_uri()
+    shot = tmp_path / "report.png"
+    subprocess.run([browser, *flags, f"--screenshot={shot}", "--window-size=1280,900", url],
+                   capture_output=True, timeout=120, check=True)
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000, len(png)
+    dom = subprocess.run([browser, *flags, "--dump-dom", url], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert "<h2>Summary</h2>" in dom
+    # The filter script ran: it wrote how many requirements are shown.
+    assert "requirement(s) shown" in dom
+
+
+def test_run_leaves_index_html_json_and_junit(tmp_path):
+    result = wirecheck("run", "--protocol", "micromessage2", "--protocol", "blipmq", "--reports",
+                       str(tmp_path), timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:]
+    for name in ("index.html", "index.json", "blipmq.junit.xml", "micromessage2.junit.xml"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    index = json.loads((tmp_path / "index.json").read_text())
+    (run,) = index["runs"].values()                       # both protocols: one implementation
+    assert set(run["protocols"]) == {"blipmq", "micromessage2"}
+    assert all(p["conformant"] for p in run["protocols"].values())
+    page = (tmp_path / "index.html").read_text()
+    assert "MM2-HS-001" in page and "BLIP-PUB-002" in page
+
+
+ALLURE = os.path.join(ROOT, "tools", "allure", "node_modules", ".bin", "allure")
+
+
+def test_allure_command_line_builds_its_report(tmp_path):
+    """What `make report-allure` does, on a small selection: allure results with the kit's
+    labels, then allure's own HTML report from them (allure from npm, on the Java runtime)."""
+    if not os.access(ALLURE, os.X_OK):
+        pytest.fail("allure's command line is missing: `make test` installs it (make allure-cli)")
+    with ThreadedServer(broker_with(WrongNackCode)) as server:
+        wirecheck("check", "--protocol", "blipmq", "--target", f"127.0.0.1:{server.address[1]}", "--",
+                  "-k", SELECTION, "--alluredir", str(tmp_path / "results"))
+    built = subprocess.run([ALLURE, "generate", str(tmp_path / "results"), "-o", str(tmp_path / "html"),
+                            "--clean"], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert (tmp_path / "html" / "index.html").exists()
+    behaviors = json.loads((tmp_path / "html" / "data" / "behaviors.json").read_text())
+    assert "blipmq" in json.dumps(behaviors) and "BLIP-PUB-002" in json.dumps(behaviors)
