@@ -236,6 +236,10 @@ def pytest_runtest_makereport(item, call):
         report.user_properties = list(item.user_properties)
     if verdict not in (verdicts.PASS, verdicts.SKIPPED, verdicts.HARNESS_ERROR) and ids:
         report.sections.append(("wirecheck requirements", verdicts.describe(proto, ids)))
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if verdict != verdicts.PASS and getattr(exc, "expected", None):
+        # The outcomes the test accepted, and what came instead, for the report.
+        report.sections.append(("wirecheck outcome", json.dumps({"expected": exc.expected, "actual": exc.actual})))
     if verdict != verdicts.PASS and tgt is not None and tgt.transcripts:
         text = tgt.render_transcripts()
         report.sections.append(("wirecheck transcript", text))
@@ -309,7 +313,8 @@ class ResultCollector:
         entry = self.results.setdefault(report.nodeid, {
             "nodeid": report.nodeid, "protocol": props["protocol"],
             "requirements": props["requirements"].split(), "verdict": verdicts.PASS,
-            "message": "", "transcript": "", "wire": [], "duration": 0.0})
+            "message": "", "transcript": "", "wire": [], "expected": None, "actual": None,
+            "duration": 0.0})
         entry["duration"] += report.duration
         if verdicts.rank(props["verdict"]) > verdicts.rank(entry["verdict"]):
             sections = dict(report.sections)
@@ -317,6 +322,8 @@ class ResultCollector:
             entry["message"] = verdicts.message(report)
             entry["transcript"] = sections.get("wirecheck transcript", "")
             entry["wire"] = json.loads(sections.get("wirecheck wire", "[]"))
+            outcome = json.loads(sections.get("wirecheck outcome", "{}"))
+            entry["expected"], entry["actual"] = outcome.get("expected"), outcome.get("actual")
 
     def summary(self) -> dict:
         from conformance.requirements import catalogue

@@ -193,6 +193,10 @@ def _requirement_detail(proto, rid, req, verdict, tests, anchor) -> str:
                          f"<small>({t.get('duration', 0) * 1000:.0f} ms)</small></div>")
             continue
         expected, actual = expected_and_actual(t.get("message", ""), req)
+        if t.get("expected"):                  # the outcomes the test declared it accepts
+            expected = " | ".join(t["expected"]) if len(t["expected"]) > 1 else t["expected"][0]
+            expected = ("one of: " if len(t["expected"]) > 1 else "") + expected
+            actual = t.get("actual") or actual
         cases.append(f"<div class='case v-case-{_e(t['verdict'])}'>{_badge(t['verdict'])} <b>{_e(t['nodeid'])}</b> "
                      f"<small>({t.get('duration', 0) * 1000:.0f} ms; requirements "
                      f"{_e(', '.join(t.get('requirements', [])))})</small>"

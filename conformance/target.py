@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from reference_impl.core.errors import FrameError
 
@@ -17,7 +18,24 @@ DEFAULT_TIMEOUT = 2.0
 
 
 class TargetError(AssertionError):
-    """The target did not behave: the test fails with this reason."""
+    """The target did not behave: the test fails with this reason. ``expected`` (the outcomes
+    the test accepts) and ``actual`` (what came), when given, reach the report as data."""
+
+    def __init__(self, message: str = "", expected: list[str] | None = None, actual: str | None = None) -> None:
+        super().__init__(message)
+        self.expected, self.actual = expected, actual
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One acceptable outcome of a step: a frame ``match`` accepts, or (``match`` None) the
+    target closing the connection."""
+    label: str
+    match: Callable[[object], bool] | None = None
+
+
+#: The outcome "the target closes the connection".
+CLOSE = Outcome("the connection closes")
 
 
 class TargetTimeout(TargetError):
@@ -119,6 +137,29 @@ class Connection:
         return "; ".join(parts)
 
     # -- receiving -----------------------------------------------------------------------------
+
+    def expect_one_of(self, *outcomes: Outcome, reason: str = "", timeout: float | None = None):
+        """The next frame, or the close, must be one of ``outcomes`` (a test that accepts
+        several answers says so here, and the report lists them). Returns (the outcome, the
+        frame or None for a close)."""
+        labels = [o.label for o in outcomes]
+        wanted = " or ".join(labels) + (f" ({reason})" if reason else "")
+        try:
+            frame = self.recv(timeout, expecting=wanted)
+        except TargetClosed:
+            for o in outcomes:
+                if o.match is None:
+                    return o, None
+            raise TargetClosed(f"target closed the connection (expected {wanted})", labels,
+                               "the connection closed") from None
+        except TargetError as exc:
+            exc.expected = labels
+            raise
+        for o in outcomes:
+            if o.match is not None and o.match(frame):
+                return o, frame
+        got = _short(self.spec.frame_to_dict(frame))
+        raise TargetError(f"expected {wanted}, got {got}", labels, got)
 
     def recv(self, timeout: float | None = None, expecting: str = "a frame"):
         """The next frame; raises :class:`TargetTimeout`/:class:`TargetClosed`/:class:`TargetMalformed`."""

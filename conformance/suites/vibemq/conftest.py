@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from conformance.target import Connection, TargetClosed, TargetError
+from conformance.target import CLOSE, Connection, Outcome, TargetError
 from reference_impl.vibemq import codec
 from reference_impl.vibemq.codec import Message
 from reference_impl.vibemq.constants import CommandType as T
@@ -111,15 +111,11 @@ class Vibe:
     def expect_error_or_close(self, conn, codes, reason: str) -> str:
         """Accepted: an Error with one of ``codes`` (the connection may close after it), or
         the connection dropped. Returns "error" or "closed"."""
-        try:
-            message = self.recv(conn, f"an Error or the connection to close ({reason})")
-        except TargetClosed:
-            return "closed"
         codes = {codes} if isinstance(codes, str) else set(codes)
-        if message.type == T.ERROR and message.error_code in codes:
-            return "error"
-        raise TargetError(f"expected Error {sorted(codes)} or a close ({reason}), got "
-                          f"{codec.frame_to_dict(message)}")
+        error = Outcome(f"Error {'/'.join(sorted(codes))}",
+                        lambda m: m.type == T.ERROR and m.error_code in codes)
+        outcome, _ = conn.expect_one_of(error, CLOSE, reason=reason)
+        return "error" if outcome is error else "closed"
 
     def barrier(self, conn, after: str = "") -> None:
         """Prove nothing else is queued: a Ping whose Pong must be the next message."""
