@@ -293,6 +293,8 @@ def pytest_report_teststatus(report, config):
         return "non-strict", "N", "NON-STRICT"
     if verdict == verdicts.WAIVED:
         return "waived", "W", "WAIVED"
+    if verdict == verdicts.INFORMATIONAL:
+        return "informational", "I", "INFORMATIONAL"
     return None
 
 
@@ -341,12 +343,12 @@ class ResultCollector:
                 unimplemented[proto].update(r["requirements"])
             elif verdict == verdicts.WAIVED:
                 waived[proto].update(r["requirements"])
-            elif verdict not in (verdicts.PASS, verdicts.SKIPPED):
+            elif verdict not in (verdicts.PASS, verdicts.SKIPPED, verdicts.INFORMATIONAL):
                 failing[proto].update(r["requirements"])
         passed_only: dict[str, set] = defaultdict(set)
         for proto, ids in tested.items():
             bad = {i for r in self.results.values() if r["protocol"] == proto
-                   and r["verdict"] != verdicts.PASS for i in r["requirements"]}
+                   and r["verdict"] not in (verdicts.PASS, verdicts.INFORMATIONAL) for i in r["requirements"]}
             passed_only[proto] = ids - bad
         out = {}
         for proto, counts in sorted(per.items()):
@@ -384,6 +386,7 @@ class ResultCollector:
                 f"{proto}: {c.get(verdicts.PASS, 0)} passed, {c.get(verdicts.FAIL, 0)} failed, "
                 f"{c.get(verdicts.TIMEOUT, 0)} timeout, {c.get(verdicts.NON_STRICT, 0)} non-strict, "
                 f"{c.get(verdicts.WAIVED, 0)} waived, {c.get(verdicts.UNIMPLEMENTED, 0)} unimplemented, "
+                f"{c.get(verdicts.INFORMATIONAL, 0)} informational, "
                 f"{c.get(verdicts.HARNESS_ERROR, 0)} harness-error; "
                 f"requirements tested MUST {cov['MUST'][0]}/{cov['MUST'][1]}, "
                 f"SHOULD {cov['SHOULD'][0]}/{cov['SHOULD'][1]}, MAY {cov['MAY'][0]}/{cov['MAY'][1]}, "

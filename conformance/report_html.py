@@ -19,7 +19,7 @@ from conformance.results import NOT_RUN, UNTESTABLE, Run
 #: Verdicts shown as "failed" by the failed-only filter.
 FAILED = {verdicts.FAIL, verdicts.TIMEOUT, verdicts.HARNESS_ERROR, verdicts.NON_STRICT}
 _ORDER = [verdicts.PASS, verdicts.FAIL, verdicts.TIMEOUT, verdicts.NON_STRICT, verdicts.WAIVED,
-          verdicts.UNIMPLEMENTED, verdicts.SKIPPED, verdicts.HARNESS_ERROR]
+          verdicts.UNIMPLEMENTED, verdicts.INFORMATIONAL, verdicts.SKIPPED, verdicts.HARNESS_ERROR]
 _HEX_SHOWN = 512          # bytes of each wire entry shown in the page (the JSON keeps 4 KiB)
 
 _CSS = """
@@ -33,7 +33,7 @@ th{background:#f0f0f0}.num{text-align:right}
 .v{display:inline-block;padding:0 6px;border-radius:3px;font-weight:600;font-size:12px;color:#fff;white-space:nowrap}
 .v-PASS{background:#1a7f37}.v-FAIL{background:#cf222e}.v-TIMEOUT{background:#8250df}
 .v-NON-STRICT{background:#bf8700}.v-WAIVED{background:#57606a}.v-UNIMPLEMENTED{background:#8c959f}
-.v-SKIPPED{background:#afb8c1}.v-HARNESS-ERROR{background:#000}.v-UNTESTABLE{background:#d0d7de;color:#1b1f24}
+.v-SKIPPED{background:#afb8c1}.v-INFORMATIONAL{background:#0969da}.v-HARNESS-ERROR{background:#000}.v-UNTESTABLE{background:#d0d7de;color:#1b1f24}
 .v-NOT-RUN{background:#eaeef2;color:#57606a}.v-yes{background:#1a7f37}.v-no{background:#cf222e}
 .case{background:#fff;border:1px solid #ddd;border-left:4px solid #cf222e;margin:8px 0;padding:6px 10px}
 .case.v-case-NON-STRICT{border-left-color:#bf8700}.case.v-case-TIMEOUT{border-left-color:#8250df}
@@ -188,6 +188,9 @@ def _requirement_detail(proto, rid, req, verdict, tests, anchor) -> str:
     failed = int(verdict in FAILED)
     cases = []
     for t in sorted(tests, key=lambda t: (-verdicts.rank(t["verdict"]), t["nodeid"])):
+        if t["verdict"] == verdicts.INFORMATIONAL:
+            cases.append(f"<div>{_badge(t['verdict'])} {_e(t['nodeid'])}: {_e(t.get('message', ''))}</div>")
+            continue
         if t["verdict"] == verdicts.PASS:
             cases.append(f"<div>{_badge(t['verdict'])} {_e(t['nodeid'])} "
                          f"<small>({t.get('duration', 0) * 1000:.0f} ms)</small></div>")

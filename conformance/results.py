@@ -80,7 +80,7 @@ def requirement_verdict(tests: list[dict], req: dict) -> str:
             return v
     if verdicts.PASS in found:
         return verdicts.PASS
-    for v in (verdicts.UNIMPLEMENTED, verdicts.SKIPPED):
+    for v in (verdicts.INFORMATIONAL, verdicts.UNIMPLEMENTED, verdicts.SKIPPED):
         if v in found:
             return v
     return UNTESTABLE if req.get("untestable") else NOT_RUN

@@ -4,16 +4,20 @@ PASS; FAIL (a MUST broken); TIMEOUT (the target did not answer in time: a FAIL w
 silence, kept apart so a hung target is told from a wrong one); NON-STRICT (only SHOULD/MAY
 requirements broken: passes unless ``--strict``); WAIVED (the profile waives every requirement
 the test checks); UNIMPLEMENTED (an optional feature the profile says the target lacks: the
-test calls :func:`unimplemented`, which skips it with that verdict); HARNESS-ERROR (the kit
-itself failed: fixture set-up, broker start).
+test calls :func:`unimplemented`, which skips it with that verdict); INFORMATIONAL (the test's
+checks held and it records what the target chose where the document leaves a choice: it calls
+:func:`informational` with the observation); HARNESS-ERROR (the kit itself failed: fixture
+set-up, broker start).
 """
 from __future__ import annotations
 
 PASS, FAIL, TIMEOUT = "PASS", "FAIL", "TIMEOUT"
 NON_STRICT, WAIVED, HARNESS_ERROR = "NON-STRICT", "WAIVED", "HARNESS-ERROR"
-SKIPPED, UNIMPLEMENTED = "SKIPPED", "UNIMPLEMENTED"
+SKIPPED, UNIMPLEMENTED, INFORMATIONAL = "SKIPPED", "UNIMPLEMENTED", "INFORMATIONAL"
 _UNIMPLEMENTED_PREFIX = "UNIMPLEMENTED: "
-_RANK = {PASS: 0, SKIPPED: 1, UNIMPLEMENTED: 1, WAIVED: 2, NON_STRICT: 3, TIMEOUT: 4, FAIL: 5, HARNESS_ERROR: 6}
+_INFORMATIONAL_PREFIX = "INFORMATIONAL: "
+_RANK = {PASS: 0, INFORMATIONAL: 1, SKIPPED: 1, UNIMPLEMENTED: 1, WAIVED: 2, NON_STRICT: 3, TIMEOUT: 4,
+         FAIL: 5, HARNESS_ERROR: 6}
 
 
 def rank(verdict: str) -> int:
@@ -47,14 +51,23 @@ def unimplemented(feature: str) -> None:
     pytest.skip(_UNIMPLEMENTED_PREFIX + feature)
 
 
+def informational(observation: str) -> None:
+    """End the calling test (its checks held) with verdict INFORMATIONAL and ``observation``:
+    what the target chose where the document leaves it a choice."""
+    import pytest
+    pytest.skip(_INFORMATIONAL_PREFIX + observation)
+
+
 def classify(report, call, proto: str, ids: list[str], profile, strict: bool) -> str:
     """The verdict of one phase's report; turns NON-STRICT/WAIVED failures into xfails."""
     if report.skipped:
         longrepr = report.longrepr
         reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
-        if str(reason).startswith("Skipped: " + _UNIMPLEMENTED_PREFIX) or \
-                str(reason).startswith(_UNIMPLEMENTED_PREFIX):
+        reason = str(reason).removeprefix("Skipped: ")
+        if reason.startswith(_UNIMPLEMENTED_PREFIX):
             return UNIMPLEMENTED
+        if reason.startswith(_INFORMATIONAL_PREFIX):
+            return INFORMATIONAL
         return SKIPPED
     if report.passed:
         return PASS

@@ -152,3 +152,15 @@ def test_error_frame_layout(mm2):
     conn.send(mm2.offer(major=3))
     frame = conn.recv(expecting="an ERROR frame")
     assert isinstance(frame, Error) and frame.text, codec.frame_to_dict(frame)
+
+
+@pytest.mark.requirement("MM2-HS-001")
+def test_what_the_server_suggests_to_a_bare_offer(mm2):
+    """INFORMATIONAL: the server's identity, version and the extensions it suggests to a client
+    that offers none (the document leaves all three to the implementation)."""
+    from conformance.verdicts import informational
+    conn = mm2.open()
+    conn.send(mm2.offer())
+    reply = mm2.reply(conn)
+    informational(f"identity {reply.identity!r}, version {reply.major}.{reply.minor}, required "
+                  f"{[str(e) for e in reply.required]}, optional {[str(e) for e in reply.optional]}")
