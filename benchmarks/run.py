@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:          # runnable as a script from the repository root
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import (bench_blipmq_decode, bench_rmqs_broker, bench_rmqs_decode,  # noqa: E402
-                        bench_signalr_decode, bench_vibemq_decode)
+from benchmarks import (bench_blipmq_decode, bench_report, bench_rmqs_broker,  # noqa: E402
+                        bench_rmqs_decode, bench_signalr_decode, bench_vibemq_decode)
 
 
 def cpu_model() -> str:
@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
                           *bench_rmqs_decode.run(quick=args.quick),
                           *bench_rmqs_broker.run(quick=args.quick),
                           *bench_signalr_decode.run(quick=args.quick),
-                          *bench_vibemq_decode.run(quick=args.quick)]}
+                          *bench_vibemq_decode.run(quick=args.quick),
+                          *bench_report.run(quick=args.quick)]}
     report["seconds"] = round(time.perf_counter() - start, 2)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
