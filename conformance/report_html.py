@@ -59,6 +59,13 @@ _JS = """
     document.getElementById('f-count').textContent=shown+' requirement(s) shown';
   }
   [failed,proto,level].forEach(function(el){el.addEventListener('change',apply);});
+  // A link can preset the filters: index.html#failed-only&protocol=blipmq&level=MUST
+  location.hash.replace(/^#/,'').split('&').forEach(function(kv){
+    var p=kv.split('=');
+    if(p[0]==='failed-only')failed.checked=true;
+    if(p[0]==='protocol')proto.value=decodeURIComponent(p[1]||'');
+    if(p[0]==='level')level.value=decodeURIComponent(p[1]||'');
+  });
   apply();
 })();
 """

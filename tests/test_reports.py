@@ -120,6 +120,12 @@ def test_report_opens_in_headless_chromium(runs, tmp_path):
     assert "<h2>Summary</h2>" in dom
     # The filter script ran: it wrote how many requirements are shown.
     assert "requirement(s) shown" in dom
+    every = int(dom.split(" requirement(s) shown")[0].rsplit(">", 1)[-1])
+    failed = subprocess.run([browser, *flags, "--dump-dom", url + "#failed-only&level=MUST"],
+                            capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "1 requirement(s) shown" in failed, "failed only: BLIP-PUB-002 alone"
+    assert every > 40
+    assert 'class="req hidden"' in failed and 'class="req"' in failed
 
 
 def test_run_leaves_index_html_json_and_junit(tmp_path):
