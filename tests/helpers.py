@@ -45,3 +45,21 @@ def tcp_segments(src, sport, dst, dport, isn, stream, cuts):
     return [Ether() / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, flags="PA",
                                                  seq=isn + 1 + a, ack=1) / stream[a:b]
             for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def run_scratch_suite(tmp_path, source: str, protocol: str = "blipmq"):
+    """Run ``source`` as a one-file suite of ``protocol`` in a scratch tree (the plugin sees it
+    as that protocol's suite) with a JSON result file; (the completed process, the result doc)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    suite = tmp_path / "conformance" / "suites" / protocol
+    suite.mkdir(parents=True)
+    (suite / "test_scratch.py").write_text(source)
+    report = tmp_path / "scratch.json"
+    result = subprocess.run([sys.executable, "-m", "pytest", str(suite / "test_scratch.py"), "-p",
+                             "no:cacheprovider", "--rootdir", str(tmp_path), "-c", os.devnull,
+                             "--wirecheck-report", str(report)],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    return result, (json.loads(report.read_text()) if report.exists() else None)

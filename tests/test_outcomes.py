@@ -1,11 +1,7 @@
 """A step that accepts several outcomes (``Connection.expect_one_of``): which one came, and when
 none did, a failure that names every accepted outcome and what came instead (as data, for the
 report)."""
-import json
-import os
 import socket
-import subprocess
-import sys
 
 import pytest
 
@@ -13,6 +9,8 @@ from conformance.target import CLOSE, Connection, Outcome, TargetClosed, TargetE
 from reference_impl.blipmq import codec
 from reference_impl.blipmq.codec import Nack, Pong
 from reference_impl.core import registry
+
+from .helpers import run_scratch_suite
 
 SPEC = registry.get("blipmq")
 NACK_400 = Outcome("NACK 400", lambda f: isinstance(f, Nack) and f.code == 400)
@@ -66,20 +64,14 @@ def test_silence_is_a_timeout_with_the_outcomes(pair):
 
 
 def test_the_outcomes_reach_the_result_file(tmp_path):
-    suite = tmp_path / "conformance" / "suites" / "blipmq"
-    suite.mkdir(parents=True)
-    (suite / "test_o.py").write_text(
-        "import pytest\nfrom conformance.target import TargetError\n\n"
+    _, doc = run_scratch_suite(
+        tmp_path, "import pytest\nfrom conformance.target import TargetError\n\n"
         "@pytest.mark.requirement('BLIP-PUB-002')\ndef test_o():\n"
         "    raise TargetError('expected NACK 400 or a close, got PONG(3)', ['NACK 400', 'a close'], 'PONG(3)')\n")
-    report = tmp_path / "o.json"
-    subprocess.run([sys.executable, "-m", "pytest", str(suite / "test_o.py"), "-p", "no:cacheprovider",
-                    "--rootdir", str(tmp_path), "-c", os.devnull, "--wirecheck-report", str(report)],
-                   cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    (test,) = json.loads(report.read_text())["tests"]
+    (test,) = doc["tests"]
     assert test["verdict"] == "FAIL"
     assert test["expected"] == ["NACK 400", "a close"] and test["actual"] == "PONG(3)"
     from conformance.report_html import render
     from conformance.results import load_run
-    page = render([load_run(str(report))])
+    page = render([load_run(str(tmp_path / "scratch.json"))])
     assert "one of: NACK 400 | a close" in page and "PONG(3)" in page

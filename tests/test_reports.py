@@ -12,6 +12,7 @@ import pytest
 
 from reference_impl.core.server import ThreadedServer
 
+from .helpers import run_scratch_suite
 from .faulty_targets import WrongNackCode, broker_with
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -162,20 +163,13 @@ def test_allure_command_line_builds_its_report(tmp_path):
 
 
 def test_informational_verdict_is_neither_pass_nor_failure(tmp_path):
-    suite = tmp_path / "conformance" / "suites" / "blipmq"
-    suite.mkdir(parents=True)
-    (suite / "test_i.py").write_text(
-        "import pytest\nfrom conformance.verdicts import informational\n\n"
+    result, doc = run_scratch_suite(
+        tmp_path, "import pytest\nfrom conformance.verdicts import informational\n\n"
         "@pytest.mark.requirement('BLIP-PING-001')\ndef test_i():\n    informational('answers in 3 ms')\n")
-    report = tmp_path / "i.json"
-    result = subprocess.run([sys.executable, "-m", "pytest", str(suite / "test_i.py"), "-p", "no:cacheprovider",
-                             "--rootdir", str(tmp_path), "-c", os.devnull, "--wirecheck-report", str(report)],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout
-    doc = json.loads(report.read_text())
     (test,) = doc["tests"]
     assert test["verdict"] == "INFORMATIONAL" and "answers in 3 ms" in test["message"]
     assert doc["summary"]["blipmq"]["failing_requirements"] == []
     from conformance.results import load_run
-    run = load_run(str(report))
+    run = load_run(str(tmp_path / "scratch.json"))
     assert run.conformant("blipmq") and run.requirement_verdicts("blipmq")["BLIP-PING-001"][0] == "INFORMATIONAL"

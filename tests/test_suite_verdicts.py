@@ -10,6 +10,7 @@ import pytest
 
 from reference_impl.core.server import ThreadedServer
 
+from .helpers import run_scratch_suite
 from .faulty_targets import (BlackHole, NoCloseOnUnknownType, RenamedDuplicateHello, WrongNackCode,
                              WrongPongId, broker_with)
 
@@ -117,18 +118,12 @@ def test_junit_and_allure_carry_requirements_and_transcripts(tmp_path):
 
 def test_setup_failure_is_a_harness_error_and_exits_2(tmp_path):
     """A kit-side failure (fixture set-up) is not a verdict on the target."""
-    suite = tmp_path / "conformance" / "suites" / "blipmq"
-    suite.mkdir(parents=True)
-    (suite / "test_h.py").write_text(
-        "import pytest\n\n@pytest.fixture\ndef broken():\n    raise RuntimeError('kit broke')\n\n"
+    result, doc = run_scratch_suite(
+        tmp_path, "import pytest\n\n@pytest.fixture\ndef broken():\n    raise RuntimeError('kit broke')\n\n"
         "@pytest.mark.requirement('BLIP-AUTH-002')\ndef test_h(broken):\n    pass\n")
-    report = tmp_path / "h.json"
-    result = subprocess.run([sys.executable, "-m", "pytest", str(suite / "test_h.py"), "-p",
-                             "no:cacheprovider", "--rootdir", str(tmp_path), "-c", os.devnull,
-                             "--wirecheck-report", str(report)],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 1, result.stdout
-    (test,) = json.loads(report.read_text())["tests"]
+    (test,) = doc["tests"]
     assert test["verdict"] == "HARNESS-ERROR" and "kit broke" in test["message"]
+    report = tmp_path / "scratch.json"
     from conformance.cli import EXIT_HARNESS, _harness_errors
     assert _harness_errors(str(report)) == 1 and EXIT_HARNESS == 2
