@@ -20,7 +20,7 @@ from collections import defaultdict
 import pytest
 
 from conformance import verdicts
-from conformance.target import DEFAULT_TIMEOUT, Target, TargetTimeout
+from conformance.target import DEFAULT_TIMEOUT, Target
 
 _TARGET_KEY = pytest.StashKey[Target]()
 

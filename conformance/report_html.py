@@ -14,7 +14,7 @@ import html
 import time
 
 from conformance import verdicts
-from conformance.results import NOT_RUN, UNTESTABLE, Run
+from conformance.results import UNTESTABLE, Run
 
 #: Verdicts shown as "failed" by the failed-only filter.
 FAILED = {verdicts.FAIL, verdicts.TIMEOUT, verdicts.HARNESS_ERROR, verdicts.NON_STRICT}

@@ -47,6 +47,20 @@ def tcp_segments(src, sport, dst, dport, isn, stream, cuts):
             for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
+def tcp_conversation(port, c2s, s2c, c_cuts, s_cuts):
+    """One TCP connection as packets: the SYN and SYN-ACK of 10.0.0.1:40000 (ISN 1000) to
+    10.0.0.2:``port`` (ISN 9000), then ``c2s`` and ``s2c`` cut at ``c_cuts``/``s_cuts``, the two
+    directions taking turns (the client's first segment first)."""
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.l2 import Ether
+    out = tcp_segments("10.0.0.1", 40000, "10.0.0.2", port, 1000, c2s, c_cuts)
+    back = tcp_segments("10.0.0.2", port, "10.0.0.1", 40000, 9000, s2c, s_cuts)
+    syn = [Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=40000, dport=port, flags="S", seq=1000),
+           Ether() / IP(src="10.0.0.2", dst="10.0.0.1") / TCP(sport=port, dport=40000, flags="SA",
+                                                              seq=9000, ack=1001)]
+    return syn + [p for pair in zip(out, back) for p in pair] + out[len(back):] + back[len(out):]
+
+
 def run_scratch_suite(tmp_path, source: str, protocol: str = "blipmq"):
     """Run ``source`` as a one-file suite of ``protocol`` in a scratch tree (the plugin sees it
     as that protocol's suite) with a JSON result file; (the completed process, the result doc)."""

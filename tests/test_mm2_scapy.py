@@ -8,7 +8,6 @@ byte, as ``wirecheck decode --pcap`` does."""
 from __future__ import annotations
 
 import io
-import itertools
 import json
 import random
 
@@ -18,13 +17,12 @@ from hypothesis import strategies as st
 
 pytest.importorskip("scapy")
 
-from scapy.layers.inet import IP, TCP  # noqa: E402
-from scapy.layers.l2 import Ether  # noqa: E402
+from scapy.layers.inet import TCP  # noqa: E402
 from scapy.packet import NoPayload, Padding, Raw  # noqa: E402
 from scapy.sendrecv import sniff  # noqa: E402
 from scapy.sessions import TCPSession  # noqa: E402
 from scapy.utils import wrpcap  # noqa: E402
-from tests.helpers import tcp_segments  # noqa: E402
+from tests.helpers import tcp_conversation  # noqa: E402
 
 from conformance.pcapdecode import decode_pcap  # noqa: E402
 from conformance.strategies import micromessage2 as S  # noqa: E402
@@ -306,13 +304,7 @@ def test_sniff_tcpsession_reads_a_capture_from_its_first_byte(tmp_path, port):
         bind_mm2(port)
     c_cuts = sorted({1, 3, 5, 9, 20, 40, 41} | {rng.randrange(1, len(c2s)) for _ in range(12)})
     s_cuts = sorted({2, 6, 15} | {rng.randrange(1, len(s2c)) for _ in range(6)})
-    out = tcp_segments("10.0.0.1", 40000, "10.0.0.2", port, 1000, c2s, c_cuts)
-    back = tcp_segments("10.0.0.2", port, "10.0.0.1", 40000, 9000, s2c, s_cuts)
-    syn = [Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=40000, dport=port, flags="S", seq=1000),
-           Ether() / IP(src="10.0.0.2", dst="10.0.0.1") / TCP(sport=port, dport=40000, flags="SA",
-                                                              seq=9000, ack=1001)]
-    # The client's first segment first (it starts the handshake), then the directions in turn.
-    pkts = syn + [p for pair in itertools.zip_longest(out, back) for p in pair if p is not None]
+    pkts = tcp_conversation(port, c2s, s2c, c_cuts, s_cuts)      # the client's first segment first
     for i, p in enumerate(pkts):
         p.time = 1000 + i * 0.25
     path = tmp_path / "mm2.pcap"

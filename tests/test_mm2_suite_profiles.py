@@ -34,10 +34,15 @@ def _check(port, *extra, report):
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
-def test_sharpmessaging_profile_needs_no_command_answered(tmp_path):
-    broker = make_broker(profile="sharpmessaging")
+def _stalling_broker(profile):
+    broker = make_broker(profile=profile)
     state, config = broker.state, broker.config
     broker.server.make_session = lambda: StallsOnCommands(state, config)
+    return broker
+
+
+def test_sharpmessaging_profile_needs_no_command_answered(tmp_path):
+    broker = _stalling_broker("sharpmessaging")
     with ThreadedServer(broker) as server:
         result = _check(server.address[1], "--profile", "sharpmessaging", "--timeout", "0.5",
                         "--", "-p", "no:randomly", report=tmp_path / "r.json")
@@ -63,3 +68,19 @@ def test_sharpmessaging_profile_needs_no_command_answered(tmp_path):
     # The real server's documented readings stay visible: 1.1 answered to a 1.0 client
     # (MM2-HS-003), unknown optional extensions echoed (MM2-HS-014).
     assert {r for t in by["NON-STRICT"] for r in t["requirements"]} >= {"MM2-HS-003", "MM2-HS-014"}
+
+
+def test_document_reading_without_commands(tmp_path):
+    """A profile file that only turns ``commands`` off: the barrier's ``ack`` is the document's
+    (window one, no properties), which a document-reading target accepts."""
+    profile = tmp_path / "p.toml"
+    profile.write_text('extends = "document"\n[features]\ncommands = false\n')
+    with ThreadedServer(_stalling_broker("document")) as server:
+        result = _check(server.address[1], "--profile", str(profile), "--timeout", "0.5",
+                        "--", "-p", "no:randomly", report=tmp_path / "r.json")
+    tests = json.loads((tmp_path / "r.json").read_text())["tests"]
+    bad = {t["nodeid"].split("::")[-1].split("[")[0]: t["verdict"] for t in tests
+           if t["verdict"] not in ("PASS", "UNIMPLEMENTED", "INFORMATIONAL")}
+    assert bad == {"test_unknown_command_gets_an_error_and_the_connection_stays": "TIMEOUT"}, \
+        (bad, result.stdout[-1500:])
+    assert sum(t["verdict"] == "PASS" for t in tests) >= 25

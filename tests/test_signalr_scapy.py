@@ -13,13 +13,12 @@ from hypothesis import strategies as st
 
 pytest.importorskip("scapy")
 
-from scapy.layers.inet import IP, TCP  # noqa: E402
-from scapy.layers.l2 import Ether  # noqa: E402
+from scapy.layers.inet import TCP  # noqa: E402
 from scapy.packet import Padding, Raw  # noqa: E402
 from scapy.sendrecv import sniff  # noqa: E402
 from scapy.sessions import TCPSession  # noqa: E402
 from scapy.utils import wrpcap  # noqa: E402
-from tests.helpers import tcp_segments  # noqa: E402
+from tests.helpers import tcp_conversation  # noqa: E402
 
 from conformance.strategies import signalr as S  # noqa: E402
 from reference_impl.signalr import codec  # noqa: E402
@@ -141,12 +140,7 @@ def test_sniff_tcpsession_reassembles_split_records(tmp_path, port):
     s2c = b"".join(codec.encode(m, "json") for m in s2c_msgs)
     c_cuts = sorted({1, 20, 40, 41, 42, 43} | {rng.randrange(1, len(c2s)) for _ in range(12)})
     s_cuts = sorted({1, 2, 3, 4} | {rng.randrange(1, len(s2c)) for _ in range(12)})
-    client, server = ("10.0.0.1", 40000, 1000), ("10.0.0.2", port, 9000)
-    out = tcp_segments(*client[:2], *server[:2], client[2], c2s, c_cuts)
-    back = tcp_segments(*server[:2], *client[:2], server[2], s2c, s_cuts)
-    handshake = [Ether() / IP(src=client[0], dst=server[0]) / TCP(sport=40000, dport=port, flags="S", seq=1000),
-                 Ether() / IP(src=server[0], dst=client[0]) / TCP(sport=port, dport=40000, flags="SA", seq=9000, ack=1001)]
-    pkts = handshake + [p for pair in zip(out, back) for p in pair] + out[len(back):] + back[len(out):]
+    pkts = tcp_conversation(port, c2s, s2c, c_cuts, s_cuts)
     path = tmp_path / "signalr.pcap"
     wrpcap(str(path), pkts)
     got: dict[int, list] = {}

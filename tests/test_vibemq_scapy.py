@@ -15,13 +15,12 @@ from hypothesis import strategies as st
 
 pytest.importorskip("scapy")
 
-from scapy.layers.inet import IP, TCP  # noqa: E402
-from scapy.layers.l2 import Ether  # noqa: E402
+from scapy.layers.inet import TCP  # noqa: E402
 from scapy.packet import NoPayload, Padding, Raw  # noqa: E402
 from scapy.sendrecv import sniff  # noqa: E402
 from scapy.sessions import TCPSession  # noqa: E402
 from scapy.utils import wrpcap  # noqa: E402
-from tests.helpers import tcp_segments  # noqa: E402
+from tests.helpers import tcp_conversation  # noqa: E402
 
 from conformance.strategies import vibemq as vs  # noqa: E402
 from reference_impl.core.errors import FrameError  # noqa: E402
@@ -211,13 +210,7 @@ def test_sniff_tcpsession_reassembles_split_frames(tmp_path, port):
     # Cuts inside length fields, at the flags byte, inside bodies, several frames per cut.
     c_cuts = sorted({2, 4, 5, 9, 60, 700, 1500, 2900} | {rng.randrange(1, len(c2s)) for _ in range(10)})
     s_cuts = sorted({1, 4, 5, 30, 300} | {rng.randrange(1, len(s2c)) for _ in range(8)})
-    out = tcp_segments("10.0.0.1", 40000, "10.0.0.2", port, 1000, c2s, c_cuts)
-    back = tcp_segments("10.0.0.2", port, "10.0.0.1", 40000, 9000, s2c, s_cuts)
-    handshake = [Ether() / IP(src="10.0.0.1", dst="10.0.0.2")
-                 / TCP(sport=40000, dport=port, flags="S", seq=1000),
-                 Ether() / IP(src="10.0.0.2", dst="10.0.0.1") / TCP(sport=port, dport=40000, flags="SA",
-                                                                    seq=9000, ack=1001)]
-    pkts = handshake + [p for pair in zip(out, back) for p in pair] + out[len(back):] + back[len(out):]
+    pkts = tcp_conversation(port, c2s, s2c, c_cuts, s_cuts)
     path = tmp_path / "vibemq.pcap"
     wrpcap(str(path), pkts)
     got: dict[str, list] = {"c2s": [], "s2c": []}

@@ -30,12 +30,13 @@ from reference_impl.micromessage2.constants import ACK, BATCH_ACK, JSON, PUBSUB
 from reference_impl.micromessage2.syntax import Extension, parse_extensions
 
 BARRIER = "x-wirecheck-barrier"
-#: The ack barrier's extension: the real implementation's ``ack`` with a window of one, so the
-#: target acks each SEND at once (SPEC_NOTES: it acks when MessagesPerAck messages arrived).
-BARRIER_ACK = Extension(ACK, (("MessagesPerAck", "1"),))
+#: The ack barrier's extension, an ``ack`` with a window of one so the target acks each SEND at
+#: once: the document's ``ack`` has that window; the real implementation's needs
+#: ``MessagesPerAck=1`` (SPEC_NOTES: it acks when MessagesPerAck messages arrived).
+BARRIER_ACK = {"document": Extension(ACK), "sharpmessaging": Extension(ACK, (("MessagesPerAck", "1"),))}
 _SEQ = struct.Struct(">H")
-#: Profile features and the extension each stands for (None: not an extension).
-_FEATURES = {"pubsub": PUBSUB, "batch_ack": BATCH_ACK, "json": JSON, "commands": None}
+#: Extensions a profile can say the target lacks, and the feature that says so.
+_EXTENSION_FEATURES = {PUBSUB: "pubsub", BATCH_ACK: "batch_ack", JSON: "json"}
 
 
 class MM2:
@@ -47,7 +48,6 @@ class MM2:
         self.reading = target.profile.base or "document"
         self.typed = self.reading != "sharpmessaging"
         self.commands = self.feature("commands")
-        self._lacking = {ext for name, ext in _FEATURES.items() if ext and not self.has(name)}
 
     def timing(self, name: str, default: float) -> float:
         return float(self.profile.timing.get(name, default))
@@ -80,9 +80,8 @@ class MM2:
         self.needs("batch_ack")
 
     def _check_extensions(self, *lists) -> None:
-        lacking = sorted({e.name for exts in lists for e in exts} & self._lacking)
-        if lacking:
-            self.needs(*(k for k, v in _FEATURES.items() if v in lacking))
+        self.needs(*(_EXTENSION_FEATURES[e.name] for exts in lists for e in exts
+                     if e.name in _EXTENSION_FEATURES))
 
     @staticmethod
     def destination(kind: str = "queue", label: str = "d") -> str:
@@ -105,7 +104,7 @@ class MM2:
         plus the ack barrier's extension where the target answers no command; set ``conn.ids``."""
         required, optional = tuple(required), tuple(optional)
         if not self.commands and not {e.name for e in required + optional} & {ACK, BATCH_ACK}:
-            required += (BARRIER_ACK,)
+            required += (BARRIER_ACK[self.reading],)
         hs = Handshake(identity, required, optional, 1, 0)
         conn.send(hs, **kw)
         conn.final = hs
@@ -131,7 +130,7 @@ class MM2:
         ``required`` defaults to ``pubsub`` where the target has it. A test asking for an
         extension the profile says the target lacks is UNIMPLEMENTED."""
         if required is None:
-            required = "pubsub" if self.feature("pubsub") else ""
+            required = "pubsub" if self.has("pubsub") else ""
         offer = self.offer(required, optional)
         self._check_extensions(offer.required, parse_extensions(final_optional or "", strict=False))
         conn = self.open(name)
@@ -151,18 +150,21 @@ class MM2:
 
     # -- receiving -------------------------------------------------------------------------
 
-    def _is_ack(self, conn, frame) -> bool:
-        return (isinstance(frame, ExtensionFrame) and len(frame.payload) == 2
-                and frame.extension_id in {conn.ids.get(ACK), conn.ids.get(BATCH_ACK)} - {None})
+    def _take_ack(self, conn, frame) -> int | None:
+        """The sequence number ``frame`` acks (kept in ``conn.acks``), or None: not an ack of
+        the suite's SENDs."""
+        if not (isinstance(frame, ExtensionFrame) and len(frame.payload) == 2
+                and frame.extension_id in {conn.ids.get(ACK), conn.ids.get(BATCH_ACK)} - {None}):
+            return None
+        conn.acks.append(_SEQ.unpack(frame.payload)[0])
+        return conn.acks[-1]
 
     def next(self, conn, expecting: str = "a frame", timeout: float | None = None):
         """The next frame that is not an ack of the suite's SENDs (those go to ``conn.acks``)."""
         while True:
             frame = conn.recv(timeout, expecting=expecting)
-            if self._is_ack(conn, frame):
-                conn.acks.append(_SEQ.unpack(frame.payload)[0])
-                continue
-            return frame
+            if self._take_ack(conn, frame) is None:
+                return frame
 
     def expect(self, conn, kind, expecting: str = "", **fields):
         frame = self.next(conn, expecting or kind.__name__)
@@ -228,10 +230,10 @@ class MM2:
         timeout = self.timing("ack_delay", 0.5) + conn.timeout
         while True:
             frame = conn.recv(timeout, expecting=expecting)
-            if not self._is_ack(conn, frame):
+            seq = self._take_ack(conn, frame)
+            if seq is None:
                 return frame
-            conn.acks.append(_SEQ.unpack(frame.payload)[0])
-            if conn.acks[-1] == conn.barrier_seq:
+            if seq == conn.barrier_seq:
                 return None
 
     @staticmethod
@@ -260,11 +262,11 @@ class MM2:
         got = []
         while not got or got[-1] != upto:
             frame = conn.recv(timeout, expecting=expecting or f"the ack of SEND {upto}")
-            if not self._is_ack(conn, frame):
+            seq = self._take_ack(conn, frame)
+            if seq is None:
                 raise TargetError(f"expected {expecting or f'the ack of SEND {upto}'}, got "
                                   f"{codec.frame_to_dict(frame)}")
-            got.append(_SEQ.unpack(frame.payload)[0])
-            conn.acks.append(got[-1])
+            got.append(seq)
         return got
 
     def messages(self, conn, n: int, expecting: str = "a MESSAGE") -> list[Message]:
