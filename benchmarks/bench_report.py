@@ -17,7 +17,7 @@ import tempfile
 import time
 
 from conformance.report_index import write
-from conformance.requirements import catalogue
+from conformance.requirements import catalogue, catalogue_data
 from conformance.results import load_runs
 from reference_impl.core import registry
 
@@ -58,8 +58,7 @@ def _result_files(folder: str, cases: int) -> list[str]:
                                                                             "MAY": [0, 0], "untestable": 0},
                              "failing_requirements": sorted({t["requirements"][0] for t in tests}),
                              "waivers": {}, "stale_waivers": [],
-                             "catalogue": {i: {"level": r.level, "section": r.section, "summary": r.summary,
-                                               "untestable": r.untestable} for i, r in cat.items()}}}
+                             "catalogue": catalogue_data(cat)}}
         path = os.path.join(folder, f"{spec.id}.json")
         with open(path, "w") as fh:
             json.dump({"started": 0, "finished": 60, "label": "synthetic", "target": None, "profile": None,

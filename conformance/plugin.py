@@ -328,44 +328,37 @@ class ResultCollector:
             entry["expected"], entry["actual"] = outcome.get("expected"), outcome.get("actual")
 
     def summary(self) -> dict:
-        from conformance.requirements import catalogue
+        """Per protocol: verdict counts, coverage, and the requirements by their verdict (the
+        worst of the tests naming them, as the reports read it: results.requirement_verdict)."""
+        from conformance.requirements import catalogue, catalogue_data
+        from conformance.results import requirement_verdict
         from reference_impl.core import registry
         per: dict[str, dict] = defaultdict(lambda: defaultdict(int))
-        tested: dict[str, set] = defaultdict(set)
-        failing: dict[str, set] = defaultdict(set)
-        unimplemented: dict[str, set] = defaultdict(set)
-        waived: dict[str, set] = defaultdict(set)
+        by_id: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
         for r in self.results.values():
-            proto, verdict = r["protocol"], r["verdict"]
-            per[proto][verdict] += 1
-            tested[proto].update(r["requirements"])
-            if verdict == verdicts.UNIMPLEMENTED:
-                unimplemented[proto].update(r["requirements"])
-            elif verdict == verdicts.WAIVED:
-                waived[proto].update(r["requirements"])
-            elif verdict not in (verdicts.PASS, verdicts.SKIPPED, verdicts.INFORMATIONAL):
-                failing[proto].update(r["requirements"])
-        passed_only: dict[str, set] = defaultdict(set)
-        for proto, ids in tested.items():
-            bad = {i for r in self.results.values() if r["protocol"] == proto
-                   and r["verdict"] not in (verdicts.PASS, verdicts.INFORMATIONAL) for i in r["requirements"]}
-            passed_only[proto] = ids - bad
+            per[r["protocol"]][r["verdict"]] += 1
+            for rid in r["requirements"]:
+                by_id[r["protocol"]][rid].append(r)
+        broken = (verdicts.HARNESS_ERROR, verdicts.FAIL, verdicts.TIMEOUT, verdicts.NON_STRICT)
         out = {}
         for proto, counts in sorted(per.items()):
             spec = registry.get(proto)
             cat = catalogue(spec.requirements)
             waivers = self._waivers(spec)
+            verdict_of = {rid: requirement_verdict(tests, {}) for rid, tests in by_id[proto].items()}
+
+            def having(*wanted):
+                return sorted(rid for rid, v in verdict_of.items() if v in wanted)
             out[proto] = {"counts": dict(counts),
                           "waivers": waivers,
-                          # a waiver whose requirement passes every test: no longer needed
-                          "stale_waivers": sorted(set(waivers) & passed_only[proto]),
-                          "catalogue": {i: {"level": r.level, "section": r.section, "summary": r.summary,
-                                            "untestable": r.untestable} for i, r in cat.items()},
-                          "coverage": verdicts.coverage(cat, tested[proto]),
-                          "failing_requirements": sorted(failing[proto]),
-                          # a feature the profile says is absent; waived by the profile
-                          "unimplemented_requirements": sorted(unimplemented[proto] - failing[proto]),
-                          "waived_requirements": sorted(waived[proto] - failing[proto])}
+                          # a waiver whose requirement passes: no longer needed
+                          "stale_waivers": sorted(set(waivers) & set(having(verdicts.PASS, verdicts.INFORMATIONAL))),
+                          "catalogue": catalogue_data(cat),
+                          "coverage": verdicts.coverage(cat, set(verdict_of)),
+                          "failing_requirements": having(*broken),
+                          # a feature the profile says is absent (and no test of it passed)
+                          "unimplemented_requirements": having(verdicts.UNIMPLEMENTED),
+                          "waived_requirements": having(verdicts.WAIVED)}
         return out
 
     def _waivers(self, spec) -> dict:

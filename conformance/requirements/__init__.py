@@ -35,3 +35,10 @@ def catalogue(protocol_module: str) -> dict[str, Requirement]:
             raise ValueError(f"duplicate requirement id {req.id}")
         out[req.id] = req
     return out
+
+
+def catalogue_data(cat: dict[str, Requirement]) -> dict[str, dict]:
+    """A catalogue as plain data (result files carry it, so a report reads them without the
+    kit version that wrote them)."""
+    return {i: {"level": r.level, "section": r.section, "summary": r.summary, "untestable": r.untestable}
+            for i, r in cat.items()}
