@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install real-peers signalr-clients browser allure-cli report-allure run demo test bench fuzz-smoke lint clean
+.PHONY: install real-peers signalr-clients browser tshark allure-cli report-allure run demo test bench fuzz-smoke lint clean
 
 install: $(STAMP)
 
@@ -45,6 +45,14 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium-headless-shell || \
 	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium-headless-shell; }
 
+# tshark and dumpcap for the tests that capture real peers on loopback (tests/tshark_capture.py).
+# The package's debconf question (may non-root users capture?) is answered "no" beforehand.
+tshark:
+	command -v tshark >/dev/null || { \
+	  echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections && \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends tshark || \
+	    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends tshark; }; }; }
+
 # allure's command line from npm (pinned by tools/allure/package-lock.json) and a Java runtime
 # for it (Debian's default JRE unless one is there).
 ALLURE_DIR := tools/allure
@@ -65,7 +73,7 @@ report-allure: install allure-cli
 	-$(VENV)/bin/wirecheck run --reports reports --alluredir reports/allure-results
 	$(ALLURE) generate reports/allure-results -o reports/allure-report --clean
 
-test: install real-peers signalr-clients browser allure-cli
+test: install real-peers signalr-clients browser allure-cli tshark
 	$(PY) -m pytest -n auto -q $(PYTEST_ARGS)
 
 bench: install real-peers

@@ -4,7 +4,10 @@
     wirecheck serve   --protocol P [--host H] [--port N] [--data-dir DIR] [--api-key K ...] [--raw-port N]
     wirecheck check   --protocol P [--target HOST:PORT] [--profile NAME|FILE] [--report FILE] [-n N]
     wirecheck report  RESULTS... --out FILE.html|FILE.json|DIR   # merge result files into reports
-    wirecheck decode  --protocol P [--profile NAME] (--hex HEX | --file F | --pcap F)
+    wirecheck serve   ... --capture FILE.pcap          # record every connection (no root needed)
+    wirecheck record  --listen HOST:PORT --upstream HOST:PORT --capture FILE.pcap
+    wirecheck decode  --protocol P [--profile NAME] (--hex HEX | --file F | --pcap F [--port N ...])
+    wirecheck replay  PCAP|BYTES --target HOST:PORT [--protocol P] [--rechunk] [--report FILE]
     wirecheck run     [--reports DIR] [--protocol P ...] [--alluredir DIR]   # brokers + suites (``make run``)
 """
 from __future__ import annotations
@@ -82,32 +85,120 @@ def cmd_serve(args) -> int:
             print(f"wirecheck serve: --raw-port does not apply to {spec.id}", file=sys.stderr)
             return EXIT_HARNESS
         options["raw_port"] = args.raw_port
+    capture = None
+    listen_host, listen_port = args.host, port
+    if args.capture:
+        # The broker listens on a free loopback port; relays on the public ports record every
+        # connection (conformance/capture.py).
+        from conformance.capture import CaptureFile
+        if spec.extra_ports:
+            options["raw_port"] = 0
+        try:
+            capture = CaptureFile(args.capture)
+        except OSError as exc:
+            print(f"wirecheck serve: cannot write {args.capture}: {exc}", file=sys.stderr)
+            return EXIT_HARNESS
+        listen_host, listen_port = "127.0.0.1", 0
     try:
-        broker = spec.make_broker(args.host, port, data_dir=args.data_dir,
+        broker = spec.make_broker(listen_host, listen_port, data_dir=args.data_dir,
                                   api_keys=tuple(args.api_key or ()), **options)
     except (ValueError, OSError) as exc:
         print(f"wirecheck serve: {exc}", file=sys.stderr)
         return EXIT_HARNESS
 
     async def main() -> None:
+        relays = []
         try:
             await broker.start()
+            if capture is not None:
+                from conformance.capture import CaptureProxy
+                relays.append(await CaptureProxy(capture, (broker.host, broker.port), args.host, port).start())
+                if getattr(broker, "raw_port", None) is not None:
+                    raw = args.raw_port if args.raw_port is not None else (port + 1 if port else 0)
+                    relays.append(await CaptureProxy(capture, (broker.host, broker.raw_port),
+                                                     args.host, raw).start())
         except OSError as exc:
+            for relay in relays:
+                await relay.stop()
+            await broker.stop()
             raise SystemExit(f"wirecheck serve: cannot listen on {args.host}:{port}: {exc}")
-        print(f"{spec.id} reference broker listening on {args.host}:{broker.port}"
-              + (f" (data dir {args.data_dir})" if args.data_dir else " (in memory)"), flush=True)
+        public_port = relays[0].port if relays else broker.port
+        if relays and hasattr(broker, "advertise"):     # clients must come back through the relay
+            broker.advertise(args.host, public_port)
+        print(f"{spec.id} reference broker listening on {args.host}:{public_port}"
+              + (f" (data dir {args.data_dir})" if args.data_dir else " (in memory)")
+              + (f", recording to {args.capture}" if capture is not None else ""), flush=True)
         if getattr(broker, "raw_port", None) is not None:       # a second transport (SignalR)
-            url = getattr(broker, "url", f"{args.host}:{broker.port}")
-            print(f"{spec.id} serving {url} and raw TCP on {args.host}:{broker.raw_port}", flush=True)
+            raw_port = relays[1].port if len(relays) > 1 else broker.raw_port
+            path = getattr(broker, "hub_path", "")
+            print(f"{spec.id} serving http://{args.host}:{public_port}{path} and raw TCP on "
+                  f"{args.host}:{raw_port}", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         await stop.wait()
+        for relay in relays:
+            await relay.stop()
         await broker.stop()
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        if capture is not None:
+            capture.close()
+            print(f"{capture.connections} connection(s) recorded in {args.capture}", flush=True)
     return EXIT_OK
+
+
+def cmd_record(args) -> int:
+    """A recording relay in front of any server (conformance/capture.py)."""
+    from conformance.capture import CaptureFile, CaptureProxy
+    try:
+        listen, upstream = _host_port_arg(args.listen), _host_port_arg(args.upstream)
+    except ValueError as exc:
+        print(f"wirecheck record: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
+    try:
+        capture = CaptureFile(args.capture)
+    except OSError as exc:
+        print(f"wirecheck record: cannot write {args.capture}: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
+
+    async def main() -> None:
+        try:
+            proxy = await CaptureProxy(capture, upstream, *listen).start()
+        except OSError as exc:
+            raise SystemExit(f"wirecheck record: cannot listen on {args.listen}: {exc}")
+        print(f"recording {proxy.host}:{proxy.port} -> {upstream[0]}:{upstream[1]} into {args.capture}",
+              flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        if args.duration:
+            loop.call_later(args.duration, stop.set)
+        await stop.wait()
+        await proxy.stop()
+
+    try:
+        asyncio.run(main())
+    finally:
+        capture.close()
+        print(f"{capture.connections} connection(s) recorded in {args.capture}", flush=True)
+    return EXIT_OK
+
+
+def cmd_replay(args) -> int:
+    from conformance import replay
+    return replay.main(args)
+
+
+def _host_port_arg(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"{text!r} is not HOST:PORT")
+    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 # -- check -------------------------------------------------------------------------------------
@@ -219,7 +310,8 @@ def cmd_decode(args) -> int:
         return EXIT_HARNESS
     if args.pcap:
         from conformance.pcapdecode import decode_pcap
-        return decode_pcap(spec, args.pcap, profile=_profile_base(spec, args.profile))
+        return decode_pcap(spec, args.pcap, ports=args.port or (),
+                           profile=_profile_base(spec, args.profile))
     data = _read_input(args)
     decoder = spec.make_decoder(profile=_profile_base(spec, args.profile))
     frames: list = []
@@ -270,7 +362,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--profile", default=None, help="profile the broker speaks (default: the document)")
     s.add_argument("--raw-port", type=int, default=None,
                    help="SignalR: raw TCP port beside HTTP/WebSocket on --port (default: port + 1)")
+    s.add_argument("--capture", default=None, metavar="FILE.pcap",
+                   help="record every connection into this pcap (synthetic TCP framing; no root needed)")
     s.set_defaults(func=cmd_serve)
+
+    s = sub.add_parser("record", help="a relay in front of any server that records its connections as a pcap")
+    s.add_argument("--listen", required=True, help="HOST:PORT the clients connect to")
+    s.add_argument("--upstream", required=True, help="HOST:PORT of the server")
+    s.add_argument("--capture", required=True, metavar="FILE.pcap")
+    s.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    s.set_defaults(func=cmd_record)
 
     s = sub.add_parser("check", help="run the black-box suite against a target")
     s.add_argument("--protocol", type=_protocol, required=True)
@@ -300,7 +401,35 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--hex")
     g.add_argument("--file")
     g.add_argument("--pcap")
+    s.add_argument("--port", type=int, action="append",
+                   help="--pcap: also decode TCP on this port (repeatable; default: the protocol's ports)")
     s.set_defaults(func=cmd_decode)
+
+    s = sub.add_parser("replay", help="replay the clients of a capture against a target and compare the answers")
+    s.add_argument("pcap", metavar="PCAP", help="a pcap/pcapng capture, or a byte file (one client stream)")
+    s.add_argument("--target", required=True, help="HOST:PORT")
+    s.add_argument("--protocol", type=_protocol, default=None, help="default: from the capture's ports")
+    s.add_argument("--port", type=int, action="append",
+                   help="also replay TCP on this port of the capture (repeatable)")
+    s.add_argument("--profile", default=None)
+    s.add_argument("--rechunk", action="store_true", help="send the client's bytes in random pieces")
+    s.add_argument("--seed", type=int, default=0, help="seed of --rechunk and of renamed resources")
+    s.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for each recorded answer")
+    s.add_argument("--fast", action="store_true",
+                   help="send as soon as the recorded answers came, not at the capture's pace")
+    s.add_argument("--max-gap", type=float, default=5.0,
+                   help="longest pause between client events kept from the capture (seconds)")
+    s.add_argument("--credentials", default=None, metavar="USER:PASSWORD",
+                   help="the target's credentials, instead of the recorded ones")
+    s.add_argument("--keep-names", action="store_true",
+                   help="send stream/topic names as recorded (default: made unique per replay)")
+    s.add_argument("--report", default=None,
+                   help="FILE.json (result file), FILE.html (and FILE.json), or a directory")
+    s.add_argument("--label", default=None)
+    s.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    s.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar on stderr (default: when stderr is a terminal)")
+    s.set_defaults(func=cmd_replay)
 
     s = sub.add_parser("run", help="every protocol's reference broker + black-box suite")
     s.add_argument("--reports", default="reports")
@@ -319,6 +448,12 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:          # the reader went away (| head): not an error of ours
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
 
 
 if __name__ == "__main__":

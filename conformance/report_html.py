@@ -184,10 +184,36 @@ def _protocol_section(run: Run, proto: str, several: bool) -> str:
                     f"<td>{_badge(verdict)}</td><td class='num'>{len(tests)}</td></tr>")
         if tests:
             details.append(_requirement_detail(proto, rid, req, verdict, tests, rid_anchor))
+    loose = [t for t in run.tests_of(proto) if not t.get("requirements")]
+    if not rows and loose:                     # a replay: no catalogue, one case per connection
+        return (f"<section id='{anchor}' data-proto='{_e(proto)}'><h2>{title}</h2>"
+                + _loose_cases(proto, loose, anchor) + "</section>")
     return (f"<section id='{anchor}' data-proto='{_e(proto)}'><h2>{title}</h2>"
             "<h3>Requirements</h3><table><tr><th>ID</th><th>level</th><th>section</th><th>requirement</th>"
             "<th>verdict</th><th>tests</th></tr>" + "".join(rows) + "</table>"
-            "<h3>Cases</h3>" + "".join(details) + "</section>")
+            "<h3>Cases</h3>" + "".join(details)
+            + (_loose_cases(proto, loose, anchor) if loose else "") + "</section>")
+
+
+def _loose_cases(proto: str, tests: list[dict], anchor: str) -> str:
+    """Cases that name no requirement (``wirecheck replay``: one per replayed connection):
+    a table, and for each one that did not pass its message (the diff) and wire transcript."""
+    rows, details = [], []
+    for i, t in enumerate(sorted(tests, key=lambda t: (-verdicts.rank(t["verdict"]), t["nodeid"]))):
+        failed = int(t["verdict"] in FAILED)
+        first = (t.get("message") or "").splitlines()[:1]
+        case_anchor = _anchor(anchor, "case", str(i))
+        name = f"<a href='#{case_anchor}'>{_e(t['nodeid'])}</a>" if t["verdict"] != verdicts.PASS else _e(t["nodeid"])
+        rows.append(f"<tr class='req' data-proto='{_e(proto)}' data-level='' data-failed='{failed}'>"
+                    f"<td>{name}</td><td>{_badge(t['verdict'])}</td><td class='num'>"
+                    f"{t.get('frames_compared', '')}</td><td>{_e(first[0] if first else '')}</td></tr>")
+        if t["verdict"] != verdicts.PASS:
+            notes = "".join(f"<div><i>{_e(n)}</i></div>" for n in t.get("notes", []))
+            details.append(f"<div id='{case_anchor}' class='case v-case-{_e(t['verdict'])}' data-proto='{_e(proto)}' "
+                           f"data-level='' data-failed='{failed}'>{_badge(t['verdict'])} <b>{_e(t['nodeid'])}</b>"
+                           f"<pre>{_e(t.get('message', ''))}</pre>{notes}" + _wire(t) + "</div>")
+    return ("<h3>Connections</h3><table><tr><th>case</th><th>verdict</th><th>frames compared</th>"
+            "<th>first difference</th></tr>" + "".join(rows) + "</table>" + "".join(details))
 
 
 def _requirement_detail(proto, rid, req, verdict, tests, anchor) -> str:

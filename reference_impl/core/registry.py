@@ -37,6 +37,13 @@ class ProtocolSpec:
     profiles: dict[str, dict] = field(default_factory=dict)   # built-in profile name -> settings
     default_profile: str = "document"
     extra_ports: tuple[int, ...] = ()        # more well-known ports (e.g. a second transport)
+    #: Decoder for one direction of a captured TCP connection (decode --pcap, replay), when it
+    #: differs from ``make_decoder`` (SignalR: HTTP + WebSocket around the hub messages).
+    #: Same signature as ``make_decoder``; None means ``make_decoder``.
+    make_capture_decoder: Callable[..., Any] | None = None
+
+    def capture_decoder(self, **kwargs):
+        return (self.make_capture_decoder or self.make_decoder)(**kwargs)
 
     def load(self, slot: str):
         """Import a lazy slot: ``"pkg.mod"`` -> module, ``"pkg.mod:Name"`` -> attribute."""

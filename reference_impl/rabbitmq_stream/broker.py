@@ -34,6 +34,7 @@ class BrokerConfig:
     profile: str = "current"
     handshake_timeout: float = 10.0
     advertised_host: str | None = None
+    advertised_port: int | None = None
 
 
 class StreamBroker(SessionBroker):
@@ -53,7 +54,12 @@ class StreamBroker(SessionBroker):
                                     host, port, clock, tick_interval=TICK_INTERVAL)
 
     def started(self) -> None:
-        self.state.advertised_port = self.server.port
+        self.state.advertised_port = self.config.advertised_port or self.server.port
+
+    def advertise(self, host: str, port: int) -> None:
+        """Where clients are told to connect (Open's properties, Metadata's brokers), when that
+        is not the listening address (``serve --capture``: the recording relay in front)."""
+        self.state.advertised_host, self.state.advertised_port = host, port
 
     def close_storage(self) -> None:
         self.store.close()

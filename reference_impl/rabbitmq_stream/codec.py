@@ -375,14 +375,16 @@ class DeletePublisher(_Frame):
 @_frame(Key.SUBSCRIBE)
 @dataclass(frozen=True, slots=True)
 class Subscribe(_Frame):
-    """``offset`` is None unless ``offset_type`` is 4 (u64 offset) or 5 (i64 timestamp, ms)."""
+    """``offset`` is None unless ``offset_type`` is 4 (u64 offset) or 5 (i64 timestamp, ms).
+    ``properties`` None: the frame ends before the property count (the real server accepts
+    that, SPEC_NOTES.md), kept apart from an empty map so that encoding gives the same bytes."""
     correlation_id: int
     subscription_id: int
     stream: str
     offset_type: int
     offset: Optional[int]
     credit: int
-    properties: dict = field(default_factory=dict)
+    properties: Optional[dict] = field(default_factory=dict)
     version: int = 1
 
     def encode_body(self) -> bytes:
@@ -391,7 +393,8 @@ class Subscribe(_Frame):
         if self.offset_type in OFFSET_TYPES_WITH_VALUE:
             parts.append((_I64 if self.offset_type == 5 else _U64).pack(self.offset or 0))
         parts.append(_U16.pack(self.credit))
-        parts.append(_props(self.properties))
+        if self.properties is not None:
+            parts.append(_props(self.properties))
         return b"".join(parts)
 
     @classmethod
@@ -407,7 +410,7 @@ class Subscribe(_Frame):
             offset = r.i64("timestamp")
         credit = r.u16("credit")
         # The real server accepts a Subscribe without the properties count (SPEC_NOTES.md).
-        props = r.props("properties") if r.remaining() else {}
+        props = r.props("properties") if r.remaining() else None
         return cls(corr, sub, stream, offset_type, offset, credit, props, version)
 
 

@@ -527,13 +527,14 @@ class StreamSession:
             return self._send(codec.SubscribeResponse(f.correlation_id, Code.STREAM_DOES_NOT_EXIST))
         position = _start(log_, f.offset_type, f.offset)
         group = None
-        if f.properties.get("single-active-consumer") == "true" and Key.CONSUMER_UPDATE in self.keys:
-            group = f.properties.get("name")
+        properties = f.properties or {}
+        if properties.get("single-active-consumer") == "true" and Key.CONSUMER_UPDATE in self.keys:
+            group = properties.get("name")
             if not group:               # a group is named by its consumers' "name"
                 position = None
         if position is None:
             return self._send(codec.SubscribeResponse(f.correlation_id, Code.PRECONDITION_FAILED))
-        sub = Subscription(f.subscription_id, f.stream, position, f.credit, dict(f.properties), group)
+        sub = Subscription(f.subscription_id, f.stream, position, f.credit, dict(properties), group)
         self.subscriptions[f.subscription_id] = sub
         self.state.readers.setdefault(f.stream, set()).add(self)
         self._send(codec.SubscribeResponse(f.correlation_id, Code.OK))

@@ -3,7 +3,7 @@ SPEC_NOTES.md): a JSON handshake, then JSON (0x1E-separated) or MessagePack (Var
 hub messages; served over raw TCP and over HTTP + WebSocket (negotiate) as real clients use it.
 Profiles: ``v1`` (today's clients, the default) and ``draft`` (the document as written)."""
 from ..core import registry
-from . import codec
+from . import codec, http_transport
 from .constants import DEFAULT_PORT
 from .session import HubSession
 
@@ -32,7 +32,8 @@ SPEC = registry.register(registry.ProtocolSpec(
     default_port=DEFAULT_PORT,
     make_decoder=codec.make_decoder,
     encode=codec.encode,
-    frame_to_dict=codec.frame_to_dict,
+    # Hub messages as the codec shows them; HTTP and WebSocket frames of captures too.
+    frame_to_dict=http_transport.frame_to_dict,
     session_class=HubSession,
     make_broker=make_broker,
     client_class=_client_class(),
@@ -52,4 +53,6 @@ SPEC = registry.register(registry.ProtocolSpec(
     },
     default_profile="v1",
     extra_ports=(DEFAULT_PORT + 1,),           # the raw TCP transport
+    # A captured connection may be either transport: HTTP + WebSocket, or raw TCP.
+    make_capture_decoder=http_transport.make_capture_decoder,
 ))

@@ -1,0 +1,401 @@
+"""Capture files, TCP reassembly, the recording relay and ``wirecheck replay``
+(conformance/pcapfile.py, tcpflows.py, capture.py, replay.py)."""
+from __future__ import annotations
+
+import asyncio
+import gzip
+import io
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from conformance import replay
+from conformance.capture import CaptureFile, CaptureProxy
+from conformance.pcapdecode import decode_pcap
+from conformance.pcapfile import CaptureFormatError, PcapReader, PcapWriter, Segment, TcpConversation
+from conformance.tcpflows import TcpReassembler
+from reference_impl.blipmq import codec as blip
+from reference_impl.core import registry
+from reference_impl.core.server import ThreadedServer
+
+from .faulty_targets import WrongNackCode, broker_with
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BLIP = registry.get("blipmq")
+TIMEOUT = 5.0
+
+
+# -- capture files -----------------------------------------------------------------------------
+
+def _write_conversation(path, client, server, c2s: bytes, s2c: bytes, end="fin"):
+    with PcapWriter(str(path)) as w:
+        conv = TcpConversation(w, client, server, 100.0)
+        conv.data("c2s", c2s, 100.1)
+        conv.data("s2c", s2c, 100.2)
+        if end == "fin":
+            conv.close("c2s", 100.3)
+            conv.close("s2c", 100.4)
+        else:
+            conv.reset("s2c", 100.3)
+
+
+@pytest.mark.parametrize("client,server", [(("10.0.0.1", 40000), ("10.0.0.2", 5555)),
+                                           (("::1", 40000), ("fe80::2", 5555))])
+def test_written_capture_reads_back(tmp_path, client, server):
+    big = bytes(random.Random(1).randrange(256) for _ in range(200_000))   # several segments
+    _write_conversation(tmp_path / "c.pcap", client, server, b"hello" + big, b"world")
+    segs = list(PcapReader(str(tmp_path / "c.pcap")))
+    assert [s.flags for s in segs[:3]] == ["S", "SA", "A"]
+    data = b"".join(s.data for s in segs if s.src == client)
+    assert data == b"hello" + big
+    assert b"".join(s.data for s in segs if s.src == server) == b"world"
+    assert {s.flags for s in segs[-2:]} == {"FA"}
+    # sequence numbers continue across segments
+    c = [s for s in segs if s.src == client and s.data]
+    assert all(b.seq == a.seq + len(a.data) for a, b in zip(c, c[1:]))
+
+
+def test_tshark_reads_the_written_capture(tmp_path):
+    """The synthetic framing is a valid capture for other tools too (checksums, lengths)."""
+    import shutil
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark not installed (make tshark)")
+    # a port no Wireshark dissector claims, so only IP and TCP are checked
+    _write_conversation(tmp_path / "c.pcap", ("10.0.0.1", 40000), ("10.0.0.2", 47123), b"x" * 100_000, b"y")
+    out = subprocess.run(["tshark", "-r", str(tmp_path / "c.pcap"), "-o", "tcp.check_checksum:TRUE",
+                          "-o", "ip.check_checksum:TRUE", "-T", "fields", "-e", "tcp.len",
+                          "-e", "tcp.checksum.status", "-e", "ip.checksum.status", "-e", "_ws.expert"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    rows = [line.split("\t") for line in out.stdout.splitlines()]
+    assert sum(int(r[0]) for r in rows) == 100_001
+    assert all(r[1] == "1" and r[2] == "1" for r in rows), rows     # 1: good
+    assert not any("Warning" in r[3] or "Error" in r[3] for r in rows), rows
+
+
+def test_gzip_and_pcapng_captures(tmp_path):
+    _write_conversation(tmp_path / "c.pcap", ("10.0.0.1", 40000), ("10.0.0.2", 5555), b"abc", b"de")
+    plain = [(s.src, s.seq, s.data) for s in PcapReader(str(tmp_path / "c.pcap"))]
+    (tmp_path / "c.pcap.gz").write_bytes(gzip.compress((tmp_path / "c.pcap").read_bytes()))
+    assert [(s.src, s.seq, s.data) for s in PcapReader(str(tmp_path / "c.pcap.gz"))] == plain
+    from scapy.utils import PcapNgWriter, rdpcap
+    with PcapNgWriter(str(tmp_path / "c.pcapng")) as w:
+        for pkt in rdpcap(str(tmp_path / "c.pcap")):
+            w.write(pkt)
+    assert [(s.src, s.seq, s.data) for s in PcapReader(str(tmp_path / "c.pcapng"))] == plain
+
+
+@pytest.mark.parametrize("content", [b"", b"not a capture", b"\xd4\xc3\xb2\xa1" + b"\0" * 10,
+                                     b"\x1f\x8b\x08\x00garbage"])
+def test_broken_files_raise_capture_format_error(tmp_path, content):
+    path = tmp_path / "bad.pcap"
+    path.write_bytes(content)
+    with pytest.raises(CaptureFormatError):
+        list(PcapReader(str(path)))
+
+
+def test_truncated_record_raises(tmp_path):
+    _write_conversation(tmp_path / "c.pcap", ("10.0.0.1", 40000), ("10.0.0.2", 5555), b"abc" * 100, b"de")
+    data = (tmp_path / "c.pcap").read_bytes()
+    (tmp_path / "t.pcap").write_bytes(data[:-7])
+    with pytest.raises(CaptureFormatError, match="ends inside"):
+        list(PcapReader(str(tmp_path / "t.pcap")))
+
+
+# -- reassembly --------------------------------------------------------------------------------
+
+class _Collect:
+    def __init__(self):
+        self.bytes, self.ends, self.conns = {}, [], []
+
+    def opened(self, conn, time):
+        self.conns.append(conn)
+
+    def data(self, stream, data, time):
+        key = (stream.conn.index, stream.direction)
+        self.bytes[key] = self.bytes.get(key, b"") + data
+
+    def ended(self, stream, time, how, missing):
+        self.ends.append((stream.conn.index, stream.direction, how, missing))
+
+
+def _segments(payload: bytes, size: int, seq0: int = 1001):
+    c, s = ("10.0.0.1", 40000), ("10.0.0.2", 5555)
+    out = [Segment(0.0, c, s, 1000, 0, "S", b""), Segment(0.0, s, c, 9000, 1001, "SA", b"")]
+    for i in range(0, len(payload), size):
+        out.append(Segment(0.0, c, s, seq0 + i, 9001, "PA", payload[i:i + size]))
+    return out
+
+
+def test_reassembly_handles_reordering_retransmission_and_overlap():
+    payload = bytes(range(256)) * 40
+    segs = _segments(payload, 100)
+    head, body = segs[:2], segs[2:]
+    random.Random(5).shuffle(body)
+    body += body[:10]                                    # retransmissions
+    body.append(Segment(0.0, body[0].src, body[0].dst, 1001 + 50, 9001, "PA", payload[50:250]))  # overlap
+    sink = _Collect()
+    r = TcpReassembler(sink, [5555])
+    for seg in head + body:
+        r.segment(seg)
+    r.close(1.0)
+    assert sink.bytes[(0, "c2s")] == payload
+    assert (0, "c2s", "end", None) in sink.ends
+
+
+def test_reassembly_reports_missing_bytes():
+    payload = b"x" * 1000
+    segs = _segments(payload, 100)
+    del segs[5]                                          # bytes 300..400 never captured
+    sink = _Collect()
+    r = TcpReassembler(sink, [5555])
+    for seg in segs:
+        r.segment(seg)
+    r.close(1.0)
+    assert sink.bytes[(0, "c2s")] == payload[:300]
+    assert (0, "c2s", "end", (300, 400)) in sink.ends
+
+
+def test_reassembly_tells_reused_addresses_and_mid_stream_captures_apart():
+    segs = _segments(b"first", 5) + _segments(b"second", 6, seq0=5001)
+    segs[len(segs) // 2] = Segment(0.0, ("10.0.0.1", 40000), ("10.0.0.2", 5555), 5000, 0, "S", b"")
+    sink = _Collect()
+    r = TcpReassembler(sink, [5555])
+    for seg in segs:
+        r.segment(seg)
+    # a connection whose SYN is not in the capture: the side on the protocol's port is the server
+    r.segment(Segment(0.0, ("10.0.0.3", 1234), ("10.0.0.2", 5555), 77, 0, "PA", b"mid"))
+    r.close(1.0)
+    assert sink.bytes[(0, "c2s")] == b"first" and sink.bytes[(1, "c2s")] == b"second"
+    assert sink.bytes[(2, "c2s")] == b"mid" and sink.conns[2].mid_stream
+    assert (0, "c2s", "reused", None) in sink.ends
+
+
+# -- the recording relay -----------------------------------------------------------------------
+
+class _Recorded:
+    """The BlipMQ reference broker (or a faulty one) behind a recording relay."""
+
+    def __init__(self, path, broker=None):
+        self.capture = CaptureFile(str(path))
+        self.broker = broker or BLIP.make_broker("127.0.0.1", 0)
+        self.server = ThreadedServer(self.broker)
+
+    def __enter__(self):
+        self.server.start()
+        self.proxy = asyncio.run_coroutine_threadsafe(
+            CaptureProxy(self.capture, (self.broker.host, self.broker.port)).start(), self.server.loop).result(5)
+        return self
+
+    def __exit__(self, *exc):
+        asyncio.run_coroutine_threadsafe(self.proxy.stop(), self.server.loop).result(5)
+        self.server.stop()
+        self.capture.close()
+
+
+def _recv_frames(sock, n):
+    dec = BLIP.make_decoder()
+    frames = []
+    while len(frames) < n:
+        data = sock.recv(65536)
+        assert data, f"closed after {frames}"
+        frames += dec.feed(data)
+    return frames
+
+
+def _session(port, *, split=False, nack=True):
+    """Hello, Auth, a publish with an empty topic (NACK 400), a big publish, ping."""
+    frames = [blip.Hello(1), blip.Auth(2, "dev-key"), blip.Publish(4, 0, "t", b"z" * 150_000), blip.Ping(5)]
+    if nack:
+        frames.insert(2, blip.Publish(3, 1, "", b"x"))
+    sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+    got = []
+    for f in frames:
+        raw = blip.encode(f)
+        if split:
+            for i in range(0, len(raw), 3):
+                sock.sendall(raw[i:i + 3])
+        else:
+            sock.sendall(raw)
+        if not isinstance(f, blip.Publish) or f.qos or not f.topic:
+            got += _recv_frames(sock, 1)
+    sock.shutdown(socket.SHUT_WR)
+    assert sock.recv(10) == b""
+    sock.close()
+    return frames, got
+
+
+def test_relay_records_what_both_sides_said(tmp_path):
+    with _Recorded(tmp_path / "s.pcap") as rec:
+        sent, got = _session(rec.proxy.port, split=True)
+    out = io.StringIO()
+    assert decode_pcap(BLIP, str(tmp_path / "s.pcap"), ports=[rec.proxy.port], out=out) == 0
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [d["type"] for d in lines if d["direction"] == "c2s"] == [type(f).__name__.upper() for f in sent]
+    assert [d["type"] for d in lines if d["direction"] == "s2c"] == [type(f).__name__.upper() for f in got]
+    assert rec.capture.connections == 1
+    flags = [s.flags for s in PcapReader(str(tmp_path / "s.pcap"))]
+    assert flags[:3] == ["S", "SA", "A"] and flags.count("FA") == 2
+
+
+def test_relay_records_a_reset(tmp_path):
+    import struct
+    with _Recorded(tmp_path / "s.pcap") as rec:
+        sock = socket.create_connection(("127.0.0.1", rec.proxy.port), timeout=TIMEOUT)
+        sock.sendall(blip.encode(blip.Hello(1)))
+        _recv_frames(sock, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+        deadline = 50
+        while rec.proxy.relays and deadline:
+            import time
+            time.sleep(0.05)
+            deadline -= 1
+    flags = [s.flags for s in PcapReader(str(tmp_path / "s.pcap"))]
+    assert "RA" in flags
+
+
+# -- replay ------------------------------------------------------------------------------------
+
+def _options(port, **kw):
+    return replay.ReplayOptions(("127.0.0.1", port), **kw)
+
+
+@pytest.fixture
+def recorded(tmp_path):
+    path = tmp_path / "s.pcap"
+    with _Recorded(path) as rec:
+        _session(rec.proxy.port, split=True)
+        _session(rec.proxy.port)
+    return path, rec.proxy.port
+
+
+@pytest.mark.parametrize("rechunk", [False, True])
+def test_replay_against_a_fresh_broker_is_equivalent(recorded, rechunk):
+    path, port = recorded
+    with ThreadedServer(BLIP.make_broker("127.0.0.1", 0)) as target:
+        results, _ = replay.replay_capture(BLIP, str(path), _options(target.address[1], ports=(port,),
+                                                                     rechunk=rechunk, seed=7))
+    assert [r.verdict for r in results] == ["PASS", "PASS"], [r.mismatches for r in results]
+    assert [r.frames_compared for r in results] == [4, 4]
+
+
+def test_replay_against_a_faulty_broker_shows_the_difference(recorded, tmp_path):
+    path, port = recorded
+    with ThreadedServer(broker_with(WrongNackCode)) as target:
+        results, _ = replay.replay_capture(BLIP, str(path), _options(target.address[1], ports=(port,)))
+    assert [r.verdict for r in results] == ["FAIL", "FAIL"]
+    assert results[0].mismatches == ["frame 3: code: expected 400, got 401"]
+    assert results[0].expected and "400" in results[0].expected[0]
+
+
+def test_replay_of_a_broker_that_stops_answering(recorded):
+    """The target accepts and reads but never answers: every recorded frame is reported
+    missing, the first after the timeout and the rest at once (no hang)."""
+    from .faulty_targets import BlackHole
+    path, port = recorded
+    hole = BlackHole()
+    try:
+        results, _ = replay.replay_capture(BLIP, str(path), _options(hole.port, ports=(port,), timeout=0.5))
+    finally:
+        hole.close()
+    assert [r.verdict for r in results] == ["FAIL", "FAIL"]
+    assert "nothing came within" in results[0].mismatches[0]
+
+
+def test_replay_of_a_shuffled_capture_with_a_hole(tmp_path, recorded):
+    """Out-of-order and retransmitted segments replay as recorded; a missing client segment
+    makes that connection incomplete (SKIPPED), not a mismatch."""
+    path, port = recorded
+    segs = list(PcapReader(str(path)))
+    rng = random.Random(3)
+    # shuffle a run of the first connection's client segments with no answer between them (a
+    # capture can show segments out of order, never an answer before what caused it)
+    first_client = segs[0].src
+    run = next(i for i in range(len(segs)) if all(s.src == first_client and s.data for s in segs[i:i + 6]))
+    window = segs[run:run + 6]
+    rng.shuffle(window)
+    segs[run:run + 6] = window
+    segs.insert(run + 6, segs[run + 2])                  # a retransmission
+    body = [i for i, s in enumerate(segs) if s.data and s.dst[1] == port and s.src != first_client]
+    holed = [s for i, s in enumerate(segs) if i != body[len(body) // 2]]   # the second loses one
+    with PcapWriter(str(tmp_path / "holed.pcap")) as w:
+        for s in holed:
+            _raw_packet(w, s)
+    with ThreadedServer(BLIP.make_broker("127.0.0.1", 0)) as target:
+        results, _ = replay.replay_capture(BLIP, str(tmp_path / "holed.pcap"),
+                                           _options(target.address[1], ports=(port,), timeout=1.0))
+    assert results[0].verdict == "PASS", results[0].mismatches
+    assert results[1].verdict == "SKIPPED" and "lacks client bytes" in results[1].incomplete
+
+
+def _raw_packet(writer, s: Segment) -> None:
+    """One IPv4 packet for ``s`` with its own sequence numbers."""
+    import struct
+    from conformance.pcapfile import _TCP_FLAGS, _checksum
+    bits = sum(1 << _TCP_FLAGS.index(c) for c in s.flags)
+    src, dst = socket.inet_aton(s.src[0]), socket.inet_aton(s.dst[0])
+    tcp = struct.pack(">HHIIBBHHH", s.src[1], s.dst[1], s.seq, s.ack, 5 << 4, bits, 65535, 0, 0)
+    csum = _checksum(src + dst + struct.pack(">BBH", 0, 6, len(tcp) + len(s.data)) + tcp + s.data)
+    tcp = tcp[:16] + struct.pack(">H", csum) + tcp[18:]
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 40 + len(s.data), 0, 0x4000, 64, 6, 0, src, dst)
+    writer.write(s.time, b"\0" * 12 + b"\x08\x00" + ip + tcp + s.data)
+
+
+def test_replay_of_a_byte_file(tmp_path):
+    """A fuzzer's finding: the bytes go over one connection; the target must still accept
+    connections afterwards."""
+    finding = tmp_path / "finding.bin"
+    finding.write_bytes(blip.encode(blip.Hello(1)) + b"\x00\x00\x00\x05\xee\x00\x00\x00\x00")
+    with ThreadedServer(BLIP.make_broker("127.0.0.1", 0)) as target:
+        [result] = replay.replay_bytes(BLIP, str(finding), _options(target.address[1], timeout=1.0))
+    assert result.verdict == "PASS", result.mismatches
+    assert any("accepts new connections" in n for n in result.notes)
+    # nothing listens any more: the "crash" is reported
+    port = target.address[1]
+    [result] = replay.replay_bytes(BLIP, str(finding), _options(port, timeout=0.5))
+    assert result.verdict == "FAIL" and "cannot connect" in result.mismatches[0]
+
+
+def _cli(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_replay_exit_codes_and_report(recorded, tmp_path):
+    path, port = recorded
+    with ThreadedServer(BLIP.make_broker("127.0.0.1", 0)) as target:
+        ok = _cli("replay", str(path), "--target", f"127.0.0.1:{target.address[1]}", "--protocol",
+                  "blipmq", "--port", str(port), "--json")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    summary = json.loads(ok.stdout.strip().splitlines()[-1])
+    assert summary["connections"] == 2 and summary["equivalent"] == 2 and summary["frames_compared"] == 8
+    with ThreadedServer(broker_with(WrongNackCode)) as target:
+        bad = _cli("replay", str(path), "--target", f"127.0.0.1:{target.address[1]}", "--protocol",
+                   "blipmq", "--port", str(port), "--report", str(tmp_path / "r.html"))
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "expected 400, got 401" in bad.stdout
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [t["verdict"] for t in doc["tests"]] == ["FAIL", "FAIL"]
+    html = (tmp_path / "r.html").read_text()
+    assert "expected 400, got 401" in html
+    # the result file reads back as a run for `wirecheck report`
+    merged = _cli("report", str(tmp_path / "r.json"), "--out", str(tmp_path / "merged.html"))
+    assert merged.returncode == 0, merged.stderr
+
+
+def test_cli_replay_errors(tmp_path):
+    assert _cli("replay", str(tmp_path / "none.pcap"), "--target", "127.0.0.1:1").returncode == 2
+    (tmp_path / "x.pcap").write_bytes(b"\xd4\xc3\xb2\xa1")
+    r = _cli("replay", str(tmp_path / "x.pcap"), "--target", "127.0.0.1:1", "--protocol", "blipmq")
+    assert r.returncode == 2 and "x.pcap" in r.stderr
+    _write_conversation(tmp_path / "c.pcap", ("10.0.0.1", 40000), ("10.0.0.2", 7), b"a", b"b")
+    r = _cli("replay", str(tmp_path / "c.pcap"), "--target", "127.0.0.1:1")
+    assert r.returncode == 2 and "--protocol" in r.stderr
+    r = _cli("replay", str(tmp_path / "c.pcap"), "--target", "127.0.0.1:1", "--protocol", "blipmq")
+    assert r.returncode == 2 and "no blipmq connection" in r.stderr

@@ -1,0 +1,173 @@
+"""Record the capture corpus: ``make captures`` (or ``python tools/record_captures.py [P ...]``).
+
+For each protocol and each scenario, a fresh reference broker starts on loopback behind a
+recording relay (conformance/capture.py); the scenario's client talks to the relay; the
+capture is written gzip-compressed to ``captures/<protocol>/<name>.pcap.gz`` and described in
+``captures/<protocol>/MANIFEST.json`` (what it holds, who talked, versions, how it was
+recorded, and how to replay it). Entries this script does not make (real peers' captures) are
+kept as they are.
+
+Scenarios:
+
+- ``suite``: the protocol's whole black-box suite (``wirecheck check``): every frame type,
+  the error paths (malformed frames, wrong order, bad lengths) and split writes;
+- the protocol's reference client (tools/capture_scenarios.py) and real clients
+  (tools/capture_scenarios_real.py).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import gzip
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Callable
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from conformance.capture import CaptureFile, CaptureProxy  # noqa: E402
+from reference_impl.core import registry  # noqa: E402
+from reference_impl.core.server import ThreadedServer  # noqa: E402
+
+CAPTURES = os.path.join(ROOT, "captures")
+
+
+@dataclass
+class Scenario:
+    name: str
+    what: str
+    client: str
+    run: Callable[[str, int, str | None], None]    # (host, port, url) -> None; raises on failure
+    broker_options: dict | None = None
+
+
+class _Relays:
+    """Start/stop of the relays in the broker's thread's loop."""
+
+    def __init__(self, capture: CaptureFile, broker) -> None:
+        self.capture = capture
+        self.broker = broker
+        self.proxies: list[CaptureProxy] = []
+
+    async def start(self):
+        self.proxies.append(await CaptureProxy(self.capture, (self.broker.host, self.broker.port)).start())
+        if getattr(self.broker, "raw_port", None) is not None:
+            self.proxies.append(await CaptureProxy(self.capture, (self.broker.host, self.broker.raw_port)).start())
+        if hasattr(self.broker, "advertise"):
+            self.broker.advertise("127.0.0.1", self.proxies[0].port)
+        return self
+
+    async def stop(self):
+        for proxy in self.proxies:
+            await proxy.stop()
+
+
+def _run_suite(spec) -> Callable[[str, int, str | None], None]:
+    def run(host: str, port: int, url: str | None) -> None:
+        target = url or f"{host}:{port}"
+        cmd = [sys.executable, "-m", "conformance.cli", "check", "--protocol", spec.id, "--target", target]
+        result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+        tail = (result.stdout + result.stderr)[-3000:]
+        if result.returncode != 0:
+            raise RuntimeError(f"the {spec.id} suite failed through the relay:\n{tail}")
+    return run
+
+
+def scenarios(spec) -> list[Scenario]:
+    out = [Scenario("suite", "the black-box suite against the reference broker: every frame type, "
+                             "error paths (malformed frames, wrong order, bad lengths), split writes",
+                    f"wirecheck {spec.id} suite (conformance/suites)", _run_suite(spec))]
+    import importlib
+    for module in ("tools.capture_scenarios", "tools.capture_scenarios_real"):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        out += mod.SCENARIOS.get(spec.id, [])
+    return out
+
+
+def record(spec, scenario: Scenario, out_dir: str) -> dict:
+    """Record one scenario; returns its manifest entry."""
+    fd, tmp = tempfile.mkstemp(suffix=".pcap")
+    os.close(fd)
+    capture = CaptureFile(tmp)
+    broker = spec.make_broker("127.0.0.1", 0, **(scenario.broker_options or {}))
+    with ThreadedServer(broker) as server:
+        import asyncio
+        relays = asyncio.run_coroutine_threadsafe(_Relays(capture, broker).start(), server.loop).result(10)
+        try:
+            port = relays.proxies[0].port
+            url = f"http://127.0.0.1:{port}{broker.hub_path}" if hasattr(broker, "hub_path") else None
+            scenario.run("127.0.0.1", port, url)
+        finally:
+            asyncio.run_coroutine_threadsafe(relays.stop(), server.loop).result(10)
+    capture.close()
+    name = f"{scenario.name}.pcap.gz"
+    with open(tmp, "rb") as src, open(os.path.join(out_dir, name), "wb") as raw, \
+            gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as dst:
+        shutil.copyfileobj(src, dst)
+    os.unlink(tmp)
+    entry = {"file": name, "what": scenario.what, "client": scenario.client,
+             "server": f"wirecheck {spec.id} reference broker"
+                       + (f" ({scenario.broker_options})" if scenario.broker_options else ""),
+             "connections": capture.connections,
+             "recorded": {"how": "wirecheck's recording relay in front of the broker (synthetic TCP "
+                                 "framing, tools/record_captures.py)",
+                          "date": datetime.date.today().isoformat(),
+                          "python": platform.python_version()},
+             "replay": {"target": "reference", "serve_args": _serve_args(scenario.broker_options),
+                        "replay_args": []}}
+    return entry
+
+
+def _serve_args(options: dict | None) -> list[str]:
+    args = []
+    for key, value in (options or {}).items():
+        args += [f"--{key.replace('_', '-')}", str(value)]
+    return args
+
+
+def load_manifest(path: str) -> dict:
+    if os.path.exists(path):
+        with open(path) as fh:
+            return json.load(fh)
+    return {"captures": []}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("protocols", nargs="*", help="default: all")
+    parser.add_argument("--only", action="append", help="only these scenarios (repeatable)")
+    args = parser.parse_args(argv)
+    specs = [registry.get(p) for p in args.protocols] if args.protocols else registry.all_protocols()
+    for spec in specs:
+        out_dir = os.path.join(CAPTURES, spec.id)
+        os.makedirs(out_dir, exist_ok=True)
+        manifest_path = os.path.join(out_dir, "MANIFEST.json")
+        manifest = load_manifest(manifest_path)
+        for scenario in scenarios(spec):
+            if args.only and scenario.name not in args.only:
+                continue
+            print(f"recording {spec.id}/{scenario.name} ...", flush=True)
+            entry = record(spec, scenario, out_dir)
+            manifest["captures"] = [e for e in manifest["captures"] if e["file"] != entry["file"]] + [entry]
+            print(f"  {entry['connections']} connection(s) -> captures/{spec.id}/{entry['file']}", flush=True)
+        manifest["captures"].sort(key=lambda e: e["file"])
+        with open(manifest_path, "w") as fh:
+            json.dump(manifest, fh, indent=1)
+            fh.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
