@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:          # runnable as a script from the repository root
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import (bench_blipmq_decode, bench_report, bench_rmqs_broker,  # noqa: E402
+from benchmarks import (bench_blipmq_decode, bench_replay, bench_report, bench_rmqs_broker,  # noqa: E402
                         bench_rmqs_decode, bench_signalr_decode, bench_vibemq_decode)
 
 
@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
                           *bench_rmqs_broker.run(quick=args.quick),
                           *bench_signalr_decode.run(quick=args.quick),
                           *bench_vibemq_decode.run(quick=args.quick),
-                          *bench_report.run(quick=args.quick)]}
+                          *bench_report.run(quick=args.quick),
+                          *bench_replay.run(quick=args.quick)]}
     report["seconds"] = round(time.perf_counter() - start, 2)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -689,11 +689,15 @@ def replay_bytes(spec, path: str, options: ReplayOptions) -> list[FlowResult]:
                 break
         for kind, what, *_ in flow.actual:
             flow.log("<-", b"", _short(what, 300) if kind == "frame" else f"undecodable bytes ({what})")
+            if kind == "error":
+                flow.mismatch(f"the target answered with bytes the reference decoder rejects ({what})",
+                              ["frames the reference codec reads"], f"undecodable ({what})")
         answers = [item for item in flow.actual]
         flow.actual.clear()
         flow._close_socket()
-        if flow.live_closed is None:
-            flow.note(f"the target kept the connection open ({len(answers)} frame(s) answered)")
+        flow.note(f"the target answered {sum(a[0] == 'frame' for a in answers)} frame(s) and "
+                  + ("kept the connection open" if flow.live_closed is None else
+                     f"closed the connection ({flow.live_closed})"))
         try:
             probe = socket.create_connection(options.target, timeout=options.timeout)
             probe.close()
@@ -808,6 +812,7 @@ def main(args) -> int:
         print(f"wirecheck replay: {path}: {exc}", file=sys.stderr)
         return EXIT_HARNESS
     doc = result_document(spec, path, results, options, started, args.label)
+    doc["mode"] = "capture" if capture else "bytes"
     _print_summary(doc, results, args.json)
     if args.report:
         _write_report(doc, args.report)
@@ -824,6 +829,10 @@ def _print_summary(doc: dict, results: list[FlowResult], as_json: bool) -> None:
                           "frames_compared": sum(r.frames_compared for r in results),
                           "mismatches": [{"connection": f"#{r.index} {r.name}", "diff": r.mismatches}
                                          for r in results if r.verdict == verdicts.FAIL]}))
+        return
+    if doc.get("mode") == "bytes":
+        r = results[0]
+        print(f"{r.verdict} {doc['capture']}: " + "; ".join(r.mismatches + r.notes))
         return
     for r in results:
         if r.verdict != verdicts.PASS:

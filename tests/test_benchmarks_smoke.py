@@ -30,7 +30,7 @@ EXPECTED = [
       for kind in ("json.small", "json.large", "msgpack.small", "msgpack.large")),
     *(f"vibemq.decode.{flag}.{size}.whole{suffix}" for flag in ("plain", "gzip", "brotli")
       for size in ("small", "large") for suffix in ("", ".mbps")),
-    "report.write", "report.html.mb",
+    "report.write", "report.html.mb", "replay.8mb.rss", "replay.8mb.mbps",
 ]
 
 

@@ -125,16 +125,11 @@ def record(spec, scenario: Scenario, out_dir: str) -> dict:
                                  "framing, tools/record_captures.py)",
                           "date": datetime.date.today().isoformat(),
                           "python": platform.python_version()},
-             "replay": {"target": "reference", "serve_args": _serve_args(scenario.broker_options),
-                        "replay_args": []}}
+             # how tests/test_captures_corpus.py replays it: against a fresh reference broker
+             # made with these options, with this --profile
+             "replay": {"broker_options": scenario.broker_options or {},
+                        "profile": (scenario.broker_options or {}).get("profile")}}
     return entry
-
-
-def _serve_args(options: dict | None) -> list[str]:
-    args = []
-    for key, value in (options or {}).items():
-        args += [f"--{key.replace('_', '-')}", str(value)]
-    return args
 
 
 def load_manifest(path: str) -> dict:
