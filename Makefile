@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install real-peers signalr-clients browser tshark allure-cli report-allure run demo test bench fuzz-smoke lint clean
+.PHONY: captures install real-peers signalr-clients browser tshark allure-cli report-allure run demo test bench fuzz-smoke lint clean
 
 install: $(STAMP)
 
@@ -78,6 +78,11 @@ test: install real-peers signalr-clients browser allure-cli tshark
 
 bench: install real-peers
 	$(PY) benchmarks/run.py --out reports/bench.json
+
+# Record the capture corpus again (captures/<protocol>/*.pcap.gz and MANIFEST.json); real
+# SignalR clients need `make signalr-clients`.
+captures: install signalr-clients
+	$(PY) tools/record_captures.py
 
 fuzz-smoke: install
 	$(PY) -m fuzz.run_smoke

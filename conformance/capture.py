@@ -132,7 +132,7 @@ class _Relay:
         tr = self.client.transport
         tr.pause_reading()
         client_addr = _addr(tr.get_extra_info("peername"))
-        listen_addr = _addr(tr.get_extra_info("sockname"))
+        listen_addr = self.proxy.record_as or _addr(tr.get_extra_info("sockname"))
         self.recorder = self.proxy.capture.conversation(client_addr, listen_addr)
         try:
             half = _Half(self, "s2c")
@@ -221,8 +221,13 @@ class CaptureProxy:
     ``capture``. ``start()``/``stop()`` as the brokers (ThreadedServer can run it)."""
 
     def __init__(self, capture: CaptureFile, upstream: tuple[str, int], host: str = "127.0.0.1",
-                 port: int = 0, connect_timeout: float = 5.0) -> None:
+                 port: int = 0, connect_timeout: float = 5.0,
+                 record_as: tuple[str, int] | None = None) -> None:
         self.capture = capture
+        #: the server address written into the capture, when not the listening one (the
+        #: corpus is recorded on free ports but shows the protocol's own, so that decode and
+        #: replay find it without --port)
+        self.record_as = record_as
         self.upstream = upstream
         self.host = host
         self.port = port

@@ -83,10 +83,13 @@ class PcapDecoder:
                                   "protocol": self.spec.id, "offset": missing[0]})
             return
         try:
-            s.conn.user[s.direction].eof()
+            # a decoder may complete a last frame at the end (an HTTP response read to EOF)
+            frames = s.conn.user[s.direction].eof() or []
         except FrameError as exc:
             self._error(s, time, exc.as_dict())
             return
+        for frame in frames:
+            self._emit(s, time, self.spec.frame_to_dict(frame))
         s.done = True
 
     # -- input ------------------------------------------------------------------------------

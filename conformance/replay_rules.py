@@ -127,8 +127,12 @@ class BlipRules(Rules):
 
 
 class VibeRules(Rules):
-    # vibemq-protocol.rst "QueueInfo": createdAt is the wall-clock time the queue was made.
-    MASKED = {"queueInfo": ("payload.createdAt",)}
+    MASKED = {
+        # vibemq-protocol.rst "QueueInfo": createdAt is the wall-clock time the queue was made.
+        "queueInfo": ("payload.createdAt",),
+        # "ConnectAck": the server names the connection and itself.
+        "connectAck": ("headers.connectionId", "headers.serverVersion"),
+    }
 
 
 class MM2Rules(Rules):

@@ -4,7 +4,8 @@ For each protocol and each scenario, a fresh reference broker starts on loopback
 recording relay (conformance/capture.py); the scenario's client talks to the relay; the
 capture is written gzip-compressed to ``captures/<protocol>/<name>.pcap.gz`` and described in
 ``captures/<protocol>/MANIFEST.json`` (what it holds, who talked, versions, how it was
-recorded, and how to replay it). Entries this script does not make (real peers' captures) are
+recorded, and how to replay it). The relay listens on a free port but the captures show the
+protocol's own ports, so ``decode --pcap`` and ``replay`` find the conversations unaided. Entries this script does not make (real peers' captures) are
 kept as they are.
 
 Scenarios:
@@ -46,20 +47,26 @@ class Scenario:
     client: str
     run: Callable[[str, int, str | None], None]    # (host, port, url) -> None; raises on failure
     broker_options: dict | None = None
+    #: the client sends frames the codec rejects (a real client's violation), on purpose or not
+    malformed_client: bool = False
 
 
 class _Relays:
     """Start/stop of the relays in the broker's thread's loop."""
 
-    def __init__(self, capture: CaptureFile, broker) -> None:
+    def __init__(self, spec, capture: CaptureFile, broker) -> None:
+        self.spec = spec
         self.capture = capture
         self.broker = broker
         self.proxies: list[CaptureProxy] = []
 
     async def start(self):
-        self.proxies.append(await CaptureProxy(self.capture, (self.broker.host, self.broker.port)).start())
+        ports = (self.spec.default_port, *self.spec.extra_ports)
+        self.proxies.append(await CaptureProxy(self.capture, (self.broker.host, self.broker.port),
+                                               record_as=("127.0.0.1", ports[0])).start())
         if getattr(self.broker, "raw_port", None) is not None:
-            self.proxies.append(await CaptureProxy(self.capture, (self.broker.host, self.broker.raw_port)).start())
+            self.proxies.append(await CaptureProxy(self.capture, (self.broker.host, self.broker.raw_port),
+                                                   record_as=("127.0.0.1", ports[1])).start())
         if hasattr(self.broker, "advertise"):
             self.broker.advertise("127.0.0.1", self.proxies[0].port)
         return self
@@ -104,7 +111,7 @@ def record(spec, scenario: Scenario, out_dir: str) -> dict:
     broker = spec.make_broker("127.0.0.1", 0, **(scenario.broker_options or {}))
     with ThreadedServer(broker) as server:
         import asyncio
-        relays = asyncio.run_coroutine_threadsafe(_Relays(capture, broker).start(), server.loop).result(10)
+        relays = asyncio.run_coroutine_threadsafe(_Relays(spec, capture, broker).start(), server.loop).result(10)
         try:
             port = relays.proxies[0].port
             url = f"http://127.0.0.1:{port}{broker.hub_path}" if hasattr(broker, "hub_path") else None
@@ -121,6 +128,7 @@ def record(spec, scenario: Scenario, out_dir: str) -> dict:
              "server": f"wirecheck {spec.id} reference broker"
                        + (f" ({scenario.broker_options})" if scenario.broker_options else ""),
              "connections": capture.connections,
+             "malformed_client": scenario.malformed_client or scenario.name == "suite",
              "recorded": {"how": "wirecheck's recording relay in front of the broker (synthetic TCP "
                                  "framing, tools/record_captures.py)",
                           "date": datetime.date.today().isoformat(),

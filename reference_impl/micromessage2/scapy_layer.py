@@ -44,7 +44,7 @@ from ..core.scapy_frames import frames_of, last_layer
 from . import codec
 from .constants import DEFAULT_PORT, DOCUMENT_MINOR, MAJOR_VERSION
 
-__all__ = ["MM2", "MM2Handshake", "MM2Offer", "Cut", "cut", "frame_size", "frames", "bind_mm2"]
+__all__ = ["MM2", "MM2Handshake", "MM2Offer", "Cut", "cut", "frame_size", "frames", "bind_mm2", "bind_micromessage2"]
 
 #: TCPSession's per-connection dict: a direction whose framing is lost ((key, ident) -> True),
 #: the handshakes a direction still has ((key, ident) -> n), the direction that spoke first,
@@ -241,5 +241,8 @@ def bind_mm2(port: int = DEFAULT_PORT) -> None:
     bind_layers(TCP, MM2, dport=port)
     bind_layers(TCP, MM2, sport=port)
 
+
+#: the name every other protocol's layer follows (``bind_<protocol id>``)
+bind_micromessage2 = bind_mm2
 
 bind_mm2()                          # 8334, the reference broker's port (the document names none)
