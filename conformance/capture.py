@@ -264,3 +264,28 @@ class CaptureProxy:
             self._server = None
         for task in list(self._tasks):
             task.cancel()
+
+
+async def relay_broker(capture: CaptureFile, broker, host: str = "127.0.0.1",
+                       ports: tuple[int, ...] = (0, 0),
+                       record_as: tuple[int, ...] | None = None) -> list[CaptureProxy]:
+    """Started relays in front of a running broker: its port, and its raw TCP port if it has
+    one (SignalR), on ``host:ports[i]`` (0: a free port), written into the capture as
+    ``record_as[i]`` when given. A broker that tells clients where to connect (RabbitMQ
+    Stream's ``advertise``) is told the first relay, so that clients come back through it."""
+    upstreams = [broker.port]
+    if getattr(broker, "raw_port", None) is not None:
+        upstreams.append(broker.raw_port)
+    relays: list[CaptureProxy] = []
+    try:
+        for i, upstream in enumerate(upstreams):
+            shown = (host, record_as[i]) if record_as else None
+            relays.append(await CaptureProxy(capture, (broker.host, upstream), host, ports[i],
+                                             record_as=shown).start())
+    except OSError:
+        for relay in relays:
+            await relay.stop()
+        raise
+    if hasattr(broker, "advertise"):
+        broker.advertise(host, relays[0].port)
+    return relays

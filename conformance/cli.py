@@ -111,20 +111,13 @@ def cmd_serve(args) -> int:
         try:
             await broker.start()
             if capture is not None:
-                from conformance.capture import CaptureProxy
-                relays.append(await CaptureProxy(capture, (broker.host, broker.port), args.host, port).start())
-                if getattr(broker, "raw_port", None) is not None:
-                    raw = args.raw_port if args.raw_port is not None else (port + 1 if port else 0)
-                    relays.append(await CaptureProxy(capture, (broker.host, broker.raw_port),
-                                                     args.host, raw).start())
+                from conformance.capture import relay_broker
+                raw = args.raw_port if args.raw_port is not None else (port + 1 if port else 0)
+                relays = await relay_broker(capture, broker, args.host, (port, raw))
         except OSError as exc:
-            for relay in relays:
-                await relay.stop()
             await broker.stop()
             raise SystemExit(f"wirecheck serve: cannot listen on {args.host}:{port}: {exc}")
         public_port = relays[0].port if relays else broker.port
-        if relays and hasattr(broker, "advertise"):     # clients must come back through the relay
-            broker.advertise(args.host, public_port)
         print(f"{spec.id} reference broker listening on {args.host}:{public_port}"
               + (f" (data dir {args.data_dir})" if args.data_dir else " (in memory)")
               + (f", recording to {args.capture}" if capture is not None else ""), flush=True)
@@ -191,12 +184,18 @@ def cmd_record(args) -> int:
 
 def cmd_replay(args) -> int:
     from conformance import replay
+    try:
+        args.target = _host_port_arg(args.target)
+    except ValueError as exc:
+        print(f"wirecheck replay: --target {exc}", file=sys.stderr)
+        return EXIT_HARNESS
     return replay.main(args)
 
 
 def _host_port_arg(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT``; an empty host is loopback) for record and replay."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"{text!r} is not HOST:PORT")
     return host.strip("[]") or "127.0.0.1", int(port)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Iterator
 
 __all__ = ["Segment", "PcapReader", "PcapWriter", "TcpConversation", "CaptureFormatError",
-           "segments", "MAX_SEGMENT"]
+           "segments", "tcp_packet", "MAX_SEGMENT"]
 
 
 class CaptureFormatError(ValueError):
@@ -323,6 +323,33 @@ class PcapWriter:
         self.close()
 
 
+def tcp_packet(src: tuple[str, int], dst: tuple[str, int], seq: int, ack: int, flags: str,
+               payload: bytes) -> bytes:
+    """One TCP segment as an Ethernet frame (zero addresses, as Linux's ``lo``) over IPv4 or
+    IPv6, with its checksums; ``flags`` as letters (``"PA"``)."""
+    (vs, s), (vd, d) = _ip_bytes(src[0]), _ip_bytes(dst[0])
+    if vs != vd:
+        raise ValueError("source and destination addresses of different IP versions")
+    bits = sum(1 << _TCP_FLAGS.index(c) for c in flags)
+    tcp = struct.pack(">HHIIBBHHH", src[1], dst[1], seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, 5 << 4,
+                      bits, 65535, 0, 0)
+    length = len(tcp) + len(payload)
+    if vs == 4:
+        pseudo = s + d + struct.pack(">BBH", 0, 6, length)
+    else:
+        pseudo = s + d + struct.pack(">IxxxB", length, 6)
+    csum = _checksum(pseudo + tcp + payload)
+    tcp = tcp[:16] + struct.pack(">H", csum) + tcp[18:]
+    if vs == 4:
+        ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + length, 0, 0x4000, 64, 6, 0, s, d)
+        ip = ip[:10] + struct.pack(">H", _checksum(ip)) + ip[12:]
+        eth = _ETH_ZERO + b"\x08\x00"
+    else:
+        ip = struct.pack(">IHBB16s16s", 6 << 28, length, 6, 64, s, d)
+        eth = _ETH_ZERO + b"\x86\xdd"
+    return eth + ip + tcp + payload
+
+
 def _ip_bytes(host: str) -> tuple[int, bytes]:
     addr = ipaddress.ip_address(host)
     return addr.version, addr.packed
@@ -336,12 +363,8 @@ class TcpConversation:
                  time: float, isn: tuple[int, int] = (0x1000_0000, 0x2000_0000)) -> None:
         self.writer = writer
         self.ends = {"c2s": (client, server), "s2c": (server, client)}
-        vc, ac = _ip_bytes(client[0])
-        vs, as_ = _ip_bytes(server[0])
-        if vc != vs:
+        if _ip_bytes(client[0])[0] != _ip_bytes(server[0])[0]:
             raise ValueError("client and server addresses of different IP versions")
-        self.version = vc
-        self.addr = {client: ac, server: as_}
         self.next_seq = {"c2s": isn[0], "s2c": isn[1]}
         self.finished = {"c2s": False, "s2c": False}
         self._packet("c2s", time, "S", b"", ack=False)
@@ -351,28 +374,10 @@ class TcpConversation:
         self._packet("c2s", time, "A", b"")
 
     def _packet(self, direction: str, time: float, flags: str, payload: bytes, ack: bool = True) -> None:
-        (src, sport), (dst, dport) = self.ends[direction]
+        src, dst = self.ends[direction]
         other = "s2c" if direction == "c2s" else "c2s"
-        bits = sum(1 << _TCP_FLAGS.index(c) for c in flags)
-        seq = self.next_seq[direction] & 0xFFFFFFFF
-        acknum = self.next_seq[other] & 0xFFFFFFFF if ack else 0
-        tcp = struct.pack(">HHIIBBHHH", sport, dport, seq, acknum, 5 << 4, bits, 65535, 0, 0)
-        s, d = self.addr[(src, sport)], self.addr[(dst, dport)]
-        length = len(tcp) + len(payload)
-        if self.version == 4:
-            pseudo = s + d + struct.pack(">BBH", 0, 6, length)
-        else:
-            pseudo = s + d + struct.pack(">IxxxB", length, 6)
-        csum = _checksum(pseudo + tcp + payload)
-        tcp = tcp[:16] + struct.pack(">H", csum) + tcp[18:]
-        if self.version == 4:
-            ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + length, 0, 0x4000, 64, 6, 0, s, d)
-            ip = ip[:10] + struct.pack(">H", _checksum(ip)) + ip[12:]
-            eth = _ETH_ZERO + b"\x08\x00"
-        else:
-            ip = struct.pack(">IHBB16s16s", 6 << 28, length, 6, 64, s, d)
-            eth = _ETH_ZERO + b"\x86\xdd"
-        self.writer.write(time, eth + ip + tcp + payload)
+        acknum = self.next_seq[other] if ack else 0
+        self.writer.write(time, tcp_packet(src, dst, self.next_seq[direction], acknum, flags, payload))
 
     def data(self, direction: str, payload: bytes, time: float) -> None:
         view = memoryview(payload)

@@ -668,7 +668,7 @@ def guess_protocol(path: str, ports: tuple[int, ...] = (), limit: int = 2000):
     return None
 
 
-def replay_capture(spec, path: str, options: ReplayOptions, progress=None) -> tuple[list[FlowResult], PcapReader]:
+def replay_capture(spec, path: str, options: ReplayOptions, progress=None) -> list[FlowResult]:
     """Replay every ``spec`` connection of the capture at ``path``; ``progress(position, flows,
     mismatching)`` is called as the file is read."""
     bad = 0
@@ -690,7 +690,7 @@ def replay_capture(spec, path: str, options: ReplayOptions, progress=None) -> tu
     if progress is not None:
         progress(reader.file_position, len(replayer.results), bad)
     replayer.results.sort(key=lambda r: r.index)
-    return replayer.results, reader
+    return replayer.results
 
 
 def replay_bytes(spec, path: str, options: ReplayOptions) -> list[FlowResult]:
@@ -780,16 +780,10 @@ def _progress_bar(path: str, enabled: bool):
 
 
 def main(args) -> int:
-    """``wirecheck replay`` (conformance/cli.py builds ``args``)."""
-    path = args.pcap
+    """``wirecheck replay`` (conformance/cli.py builds ``args``; ``args.target`` is parsed)."""
+    path, target = args.pcap, args.target
     if not os.path.isfile(path):
         print(f"wirecheck replay: no such file: {path}", file=sys.stderr)
-        return EXIT_HARNESS
-    try:
-        host, _, port = args.target.rpartition(":")
-        target = (host.strip("[]") or "127.0.0.1", int(port))
-    except ValueError:
-        print(f"wirecheck replay: --target {args.target!r} is not HOST:PORT", file=sys.stderr)
         return EXIT_HARNESS
     credentials = None
     if args.credentials:
@@ -822,9 +816,9 @@ def main(args) -> int:
             bar, update = _progress_bar(path, show)
             if bar is not None:
                 with bar:
-                    results, reader = replay_capture(spec, path, options, update)
+                    results = replay_capture(spec, path, options, update)
             else:
-                results, reader = replay_capture(spec, path, options)
+                results = replay_capture(spec, path, options)
             if not results:
                 print(f"wirecheck replay: no {spec.id} connection in {path} (ports "
                       f"{sorted(capture_ports(spec, options.ports))}; --port adds one)", file=sys.stderr)

@@ -63,7 +63,7 @@ def _replay_equivalent(protocol, entry, rechunk):
     options = entry["replay"].get("broker_options", {})
     with ThreadedServer(spec.make_broker("127.0.0.1", 0, **options)) as target:
         host, port = target.address
-        results, reader = replay.replay_capture(spec, path, replay.ReplayOptions(
+        results = replay.replay_capture(spec, path, replay.ReplayOptions(
             (host, port), timeout=3.0, profile=entry["replay"].get("profile"), rechunk=rechunk, seed=11))
     bad = [(f"#{r.index} {r.name}", r.verdict, r.mismatches, r.incomplete) for r in results if r.verdict != "PASS"]
     assert len(results) == entry["connections"], (len(results), entry["connections"])

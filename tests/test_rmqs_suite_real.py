@@ -59,7 +59,7 @@ def test_real_capture_replays_against_real_rabbitmq(rabbitmq, capture):
     for attempt in range(2):
         options = replay.ReplayOptions((rabbitmq.host, rabbitmq.stream_port), timeout=5.0,
                                        profile="rabbitmq-3.10", seed=attempt)
-        results, _ = replay.replay_capture(spec, path, options)
+        results = replay.replay_capture(spec, path, options)
         bad = [(r.name, r.mismatches) for r in results if r.verdict != "PASS"]
         assert not bad, bad
         assert sum(r.frames_compared for r in results) >= 50

@@ -46,6 +46,22 @@ def _pieces(data: bytes, rng: random.Random, most: int) -> list[bytes]:
     return out
 
 
+def _feed(dec, pieces: list[bytes]):
+    """(frames, (category, offset) or None) of ``pieces`` fed in turn, then ``eof()``; only
+    the documented error escapes."""
+    frames, error = [], None
+    try:
+        for piece in pieces:
+            frames += dec.feed(piece)
+        frames += dec.eof()
+    except FrameError as exc:
+        assert type(exc).__module__ == "reference_impl.core.errors"
+        assert exc.protocol == "signalr"
+        frames += exc.frames
+        error = (exc.category, exc.offset)
+    return frames, error
+
+
 def decode(data: bytes, origin: str | None = "client", profile: str | None = None, limits=None,
            seed: int = 0, factory=http_transport.make_capture_decoder):
     """(frames, (category, offset) or None): the same whole, byte by byte and in two seeded
@@ -53,20 +69,7 @@ def decode(data: bytes, origin: str | None = "client", profile: str | None = Non
     rng = random.Random(seed)
     ways = [[data], [data[i:i + 1] for i in range(len(data))],
             _pieces(data, rng, 17), _pieces(data, rng, 997)]
-    results = []
-    for pieces in ways:
-        dec = factory(limits=limits, origin=origin, profile=profile)
-        frames, error = [], None
-        try:
-            for piece in pieces:
-                frames += dec.feed(piece)
-            frames += dec.eof()
-        except FrameError as exc:
-            assert type(exc).__module__ == "reference_impl.core.errors"
-            assert exc.protocol == "signalr"
-            frames += exc.frames
-            error = (exc.category, exc.offset)
-        results.append((frames, error))
+    results = [_feed(factory(limits=limits, origin=origin, profile=profile), pieces) for pieces in ways]
     for other in results[1:]:
         assert other == results[0]
     return results[0]
@@ -704,18 +707,9 @@ def test_arbitrary_bytes_raise_nothing_but_frame_errors(prefix, data, origin, se
     stream = prefix + data
     limits = TransportLimits(max_body=64, max_message=128, max_header_block=256, max_frame_size=64)
     rng = random.Random(seed)
-    results = []
-    for pieces in ([stream], _pieces(stream, rng, 9)):
-        dec = http_transport.make_capture_decoder(limits=limits, origin=origin)
-        frames, error = [], None
-        try:
-            for piece in pieces:
-                frames += dec.feed(piece)
-            frames += dec.eof()
-        except FrameError as exc:
-            frames += exc.frames
-            error = (exc.category, exc.offset)
+    results = [_feed(http_transport.make_capture_decoder(limits=limits, origin=origin), pieces)
+               for pieces in ([stream], _pieces(stream, rng, 9))]
+    for frames, _ in results:
         for frame in frames:
             json.dumps(frame_to_dict(frame))
-        results.append((frames, error))
     assert results[0] == results[1]

@@ -18,6 +18,7 @@ Scenarios:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime
 import gzip
 import json
@@ -33,7 +34,7 @@ from typing import Callable
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from conformance.capture import CaptureFile, CaptureProxy  # noqa: E402
+from conformance.capture import CaptureFile, relay_broker  # noqa: E402
 from reference_impl.core import registry  # noqa: E402
 from reference_impl.core.server import ThreadedServer  # noqa: E402
 
@@ -49,31 +50,6 @@ class Scenario:
     broker_options: dict | None = None
     #: the client sends frames the codec rejects (a real client's violation), on purpose or not
     malformed_client: bool = False
-
-
-class _Relays:
-    """Start/stop of the relays in the broker's thread's loop."""
-
-    def __init__(self, spec, capture: CaptureFile, broker) -> None:
-        self.spec = spec
-        self.capture = capture
-        self.broker = broker
-        self.proxies: list[CaptureProxy] = []
-
-    async def start(self):
-        ports = (self.spec.default_port, *self.spec.extra_ports)
-        self.proxies.append(await CaptureProxy(self.capture, (self.broker.host, self.broker.port),
-                                               record_as=("127.0.0.1", ports[0])).start())
-        if getattr(self.broker, "raw_port", None) is not None:
-            self.proxies.append(await CaptureProxy(self.capture, (self.broker.host, self.broker.raw_port),
-                                                   record_as=("127.0.0.1", ports[1])).start())
-        if hasattr(self.broker, "advertise"):
-            self.broker.advertise("127.0.0.1", self.proxies[0].port)
-        return self
-
-    async def stop(self):
-        for proxy in self.proxies:
-            await proxy.stop()
 
 
 def _run_suite(spec) -> Callable[[str, int, str | None], None]:
@@ -110,14 +86,17 @@ def record(spec, scenario: Scenario, out_dir: str) -> dict:
     capture = CaptureFile(tmp)
     broker = spec.make_broker("127.0.0.1", 0, **(scenario.broker_options or {}))
     with ThreadedServer(broker) as server:
-        import asyncio
-        relays = asyncio.run_coroutine_threadsafe(_Relays(spec, capture, broker).start(), server.loop).result(10)
+        # the relays listen on free ports; the capture shows the protocol's own
+        shown = (spec.default_port, *spec.extra_ports)
+        relays = asyncio.run_coroutine_threadsafe(
+            relay_broker(capture, broker, record_as=shown), server.loop).result(10)
         try:
-            port = relays.proxies[0].port
+            port = relays[0].port
             url = f"http://127.0.0.1:{port}{broker.hub_path}" if hasattr(broker, "hub_path") else None
             scenario.run("127.0.0.1", port, url)
         finally:
-            asyncio.run_coroutine_threadsafe(relays.stop(), server.loop).result(10)
+            for relay in relays:
+                asyncio.run_coroutine_threadsafe(relay.stop(), server.loop).result(10)
     capture.close()
     name = f"{scenario.name}.pcap.gz"
     with open(tmp, "rb") as src, open(os.path.join(out_dir, name), "wb") as raw, \
