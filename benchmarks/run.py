@@ -4,7 +4,8 @@ Writes ``{"machine": {...}, "results": [{"name", "value", "unit", "peer", "ratio
 "met"}, ...]}`` and prints the same figures as a Markdown table (for the README). ``peer`` is
 what a result is compared with (the whole-buffer figure, the 1x time, the codec's frames/s),
 ``ratio`` the comparison, ``goal`` the target for that ratio, ``met`` whether it is reached.
-A full run takes well under two minutes; ``--quick`` (smaller inputs, 3 repetitions) a few
+A full run takes about four minutes (half of it the atheris targets, a few seconds each:
+benchmarks/bench_fuzz.py); ``--quick`` (smaller inputs, 3 repetitions, two fuzz targets) a few
 seconds, for smoke tests. Timings are figures to read, not assertions.
 """
 from __future__ import annotations
@@ -22,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:          # runnable as a script from the repository root
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import (bench_blipmq_decode, bench_replay, bench_report, bench_rmqs_broker,  # noqa: E402
-                        bench_rmqs_decode, bench_signalr_decode, bench_vibemq_decode)
+from benchmarks import (bench_blipmq_decode, bench_fuzz, bench_replay, bench_report,  # noqa: E402
+                        bench_rmqs_broker, bench_rmqs_decode, bench_signalr_decode, bench_vibemq_decode)
 
 
 def cpu_model() -> str:
@@ -94,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
                           *bench_signalr_decode.run(quick=args.quick),
                           *bench_vibemq_decode.run(quick=args.quick),
                           *bench_report.run(quick=args.quick),
-                          *bench_replay.run(quick=args.quick)]}
+                          *bench_replay.run(quick=args.quick),
+                          *bench_fuzz.run(quick=args.quick)]}
     report["seconds"] = round(time.perf_counter() - start, 2)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

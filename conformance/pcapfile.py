@@ -142,9 +142,15 @@ class PcapReader:
         self.position = 0
         self.skipped = 0
         self.records = 0
+        try:
+            self._read_header()
+        except CaptureFormatError:
+            self.close()            # a file opened here is not left open
+            raise
+
+    def _read_header(self) -> None:
         head = self._read(4, eof_ok=True)
         if len(head) < 4:
-            self.close()
             raise CaptureFormatError("empty file: not a pcap or pcapng capture")
         if head in _PCAP_MAGIC:
             self._kind = "pcap"
@@ -157,7 +163,6 @@ class PcapReader:
             self._interfaces: list[tuple[int, float]] = []
             self._pending_head = head
         else:
-            self.close()
             raise CaptureFormatError(f"not a pcap or pcapng capture (magic {head.hex()})")
 
     def _read(self, n: int, eof_ok: bool = False) -> bytes:
@@ -240,6 +245,9 @@ class PcapReader:
             self._read(4)                   # trailing length
             head = None
             if btype == 1:                  # interface description
+                if len(body) < 8:           # link type, reserved, snap length
+                    raise CaptureFormatError(f"interface description block of {len(body)} bytes "
+                                             f"at byte {self.position}")
                 link = struct.unpack_from(self._order + "H", body, 0)[0]
                 self._interfaces.append((link, self._tsresol(body[8:])))
             elif btype == 6 and len(body) >= 20:     # enhanced packet
@@ -264,6 +272,9 @@ class PcapReader:
             code, olen = struct.unpack_from(self._order + "HH", options, pos)
             if code == 0:
                 break
+            if pos + 4 + olen > len(options):
+                raise CaptureFormatError(f"interface description option {code} of {olen} bytes "
+                                         f"runs past its block at byte {self.position}")
             if code == 9 and olen >= 1:
                 v = options[pos + 4]
                 return 2.0 ** -(v & 0x7F) if v & 0x80 else 10.0 ** -v

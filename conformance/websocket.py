@@ -29,7 +29,12 @@ MAX_HEADERS = 64 * 1024
 
 
 class WebSocketError(Exception):
-    """The peer broke RFC 6455 or refused the upgrade."""
+    """The peer broke RFC 6455 or refused the upgrade. From :meth:`FrameReader.feed`,
+    ``frames`` holds the frames read whole before the offending one (as FrameError's does)."""
+
+    def __init__(self, message: str, frames: Optional[list] = None) -> None:
+        super().__init__(message)
+        self.frames = frames if frames is not None else []
 
 
 def accept_key(key: str) -> str:
@@ -61,37 +66,54 @@ def _mask(payload: bytes, mask: bytes) -> bytes:
 
 
 class FrameReader:
-    """Incremental reader of server frames (unmasked). ``feed`` returns (opcode, payload) for
-    each complete frame."""
+    """Incremental reader of server frames (unmasked). ``feed`` returns (opcode, fin, payload)
+    for each complete frame; a frame it refuses raises WebSocketError with the frames of the
+    same ``feed`` before it on ``frames`` (so what comes out does not depend on how the bytes
+    were split into reads), and again on every later ``feed``."""
 
     def __init__(self) -> None:
         self._buf = bytearray()
+        self._error: Optional[str] = None       # sticky: nothing is buffered after it
 
     def feed(self, data: bytes) -> list[tuple[int, bool, bytes]]:
+        if self._error is not None:
+            raise WebSocketError(self._error)
         self._buf += data
-        out = []
+        out: list[tuple[int, bool, bytes]] = []
+        start = 0
+        try:
+            start = self._read(out)
+        except WebSocketError as exc:
+            self._error, self._buf = str(exc), bytearray()
+            exc.frames = out
+            raise
+        del self._buf[:start]          # once per feed: many small frames stay linear
+        return out
+
+    def _read(self, out: list) -> int:
+        """Appends the whole frames from the buffer's start; returns where the rest begins."""
+        buf, start = self._buf, 0
         while True:
-            buf = self._buf
-            if len(buf) < 2:
-                return out
-            fin, opcode = bool(buf[0] & 0x80), buf[0] & 0x0F
-            if buf[1] & 0x80:
+            if len(buf) - start < 2:
+                return start
+            fin, opcode = bool(buf[start] & 0x80), buf[start] & 0x0F
+            if buf[start + 1] & 0x80:
                 raise WebSocketError("server frame is masked (RFC 6455 5.1)")
-            n, pos = buf[1] & 0x7F, 2
+            n, pos = buf[start + 1] & 0x7F, start + 2
             if n == 126:
-                if len(buf) < 4:
-                    return out
-                n, pos = struct.unpack_from("!H", buf, 2)[0], 4
+                if len(buf) - start < 4:
+                    return start
+                n, pos = struct.unpack_from("!H", buf, start + 2)[0], start + 4
             elif n == 127:
-                if len(buf) < 10:
-                    return out
-                n, pos = struct.unpack_from("!Q", buf, 2)[0], 10
+                if len(buf) - start < 10:
+                    return start
+                n, pos = struct.unpack_from("!Q", buf, start + 2)[0], start + 10
             if n > MAX_MESSAGE:
                 raise WebSocketError(f"frame of {n} bytes exceeds the suite's limit")
             if len(buf) < pos + n:
-                return out
+                return start
             out.append((opcode, fin, bytes(buf[pos:pos + n])))
-            del buf[:pos + n]
+            start = pos + n
 
 
 def open_socket(url: str, timeout: float, headers: Optional[dict] = None) -> tuple[socket.socket, bytes]:

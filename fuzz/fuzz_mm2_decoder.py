@@ -1,8 +1,8 @@
 """atheris target: the Micromessage2 frame decoder (MESSAGE/SEND, COMMAND, EXTENSION, ERROR,
-LARGE_PAYLOAD, CONTINUED reassembly) in both profiles, whole vs chunked reads, past the errors
-the codec recovers from; the lenient profile reads what the strict one reads; reassembled
-messages are exactly their frames; frames survive encode/decode; property values, filters and
-(through ERROR texts) every text parser hold (fuzz/harness_mm2.py).
+LARGE_PAYLOAD, CONTINUED reassembly) in the document's profile, whole vs chunked reads, past the
+errors the codec recovers from; reassembled messages are exactly their frames; frames survive
+encode/decode (fuzz/harness_mm2.py). The other profile and the parsers inside frames (property
+values, filters, texts) are fuzz_mm2_nested.py's, on the same corpus.
 
 Run: ``python fuzz/fuzz_mm2_decoder.py NEW_DIR fuzz/corpora/micromessage2 -dict=fuzz/dictionaries/micromessage2.dict``
 (``python -m fuzz.run_smoke --target mm2_decoder`` does it on a copy of the corpus; the seeds

@@ -13,59 +13,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+
+from fuzz.targets import TARGETS, FuzzTarget  # noqa: F401  (TARGETS: re-exported)
 
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ = ROOT / "fuzz"
-
-
-@dataclass(frozen=True)
-class FuzzTarget:
-    name: str
-    module: str          # run as ``python -m module``; defines ``TestOneInput``
-    corpus: str          # fuzz/corpora/<corpus>; crashers in fuzz/crashers/<corpus>
-    dictionary: str      # fuzz/dictionaries/<dictionary>
-    protocol: str        # registry id of the protocol it exercises
-    seeds: str = "stream"    # a seed is a whole "stream" of frames, one Osiris "chunk", a
-                             # client "session" (a profile marker may follow it), one
-                             # "message" body (VibeMQ), or a VibeMQ client session
-                             # ("vibemq-session": Connect first, a profile marker may follow),
-                             # a Micromessage2 side from its handshake ("mm2-handshake") or a
-                             # Micromessage2 client session ("mm2-session": the offer first, a
-                             # profile marker may follow)
-
-
-TARGETS = {t.name: t for t in (
-    FuzzTarget("blipmq_decoder", "fuzz.fuzz_blipmq_decoder", "blipmq", "blipmq.dict", "blipmq"),
-    FuzzTarget("blipmq_session", "fuzz.fuzz_blipmq_session", "blipmq", "blipmq.dict", "blipmq"),
-    FuzzTarget("rmqs_decoder", "fuzz.fuzz_rmqs_decoder", "rabbitmq-stream", "rabbitmq-stream.dict",
-               "rabbitmq-stream"),
-    FuzzTarget("rmqs_session", "fuzz.fuzz_rmqs_session", "rabbitmq-stream", "rabbitmq-stream.dict",
-               "rabbitmq-stream"),
-    FuzzTarget("rmqs_chunk", "fuzz.fuzz_rmqs_chunk", "rabbitmq-stream-chunk", "rabbitmq-stream.dict",
-               "rabbitmq-stream", seeds="chunk"),
-    FuzzTarget("signalr_json", "fuzz.fuzz_signalr_json", "signalr-json", "signalr.dict", "signalr"),
-    FuzzTarget("signalr_msgpack", "fuzz.fuzz_signalr_msgpack", "signalr-msgpack", "signalr.dict",
-               "signalr"),
-    FuzzTarget("signalr_handshake", "fuzz.fuzz_signalr_handshake", "signalr-json", "signalr.dict",
-               "signalr"),
-    FuzzTarget("signalr_session", "fuzz.fuzz_signalr_session", "signalr-session", "signalr.dict",
-               "signalr", seeds="session"),
-    FuzzTarget("vibemq_decoder", "fuzz.fuzz_vibemq_decoder", "vibemq", "vibemq.dict", "vibemq"),
-    FuzzTarget("vibemq_decompress", "fuzz.fuzz_vibemq_decompress", "vibemq", "vibemq.dict",
-               "vibemq"),
-    FuzzTarget("vibemq_message", "fuzz.fuzz_vibemq_message", "vibemq-message", "vibemq.dict",
-               "vibemq", seeds="message"),
-    FuzzTarget("vibemq_session", "fuzz.fuzz_vibemq_session", "vibemq-session", "vibemq.dict",
-               "vibemq", seeds="vibemq-session"),
-    FuzzTarget("mm2_decoder", "fuzz.fuzz_mm2_decoder", "micromessage2", "micromessage2.dict",
-               "micromessage2"),
-    FuzzTarget("mm2_handshake", "fuzz.fuzz_mm2_handshake", "micromessage2-handshake",
-               "micromessage2.dict", "micromessage2", seeds="mm2-handshake"),
-    FuzzTarget("mm2_session", "fuzz.fuzz_mm2_session", "micromessage2-session", "micromessage2.dict",
-               "micromessage2", seeds="mm2-session"),
-)}
 
 
 def command(target: FuzzTarget, corpus_dir: Path, artifacts: Path, *, runs: int | None,

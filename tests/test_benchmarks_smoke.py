@@ -31,6 +31,9 @@ EXPECTED = [
     *(f"vibemq.decode.{flag}.{size}.whole{suffix}" for flag in ("plain", "gzip", "brotli")
       for size in ("small", "large") for suffix in ("", ".mbps")),
     "report.write", "report.html.mb", "replay.8mb.rss", "replay.8mb.mbps",
+    # --quick fuzzes two targets for a few seconds each (benchmarks/bench_fuzz.py QUICK_TARGETS)
+    *(f"fuzz.{target}.{figure}" for target in ("blipmq_decoder", "mm2_decoder")
+      for figure in ("execs", "cpu", "avg", "cov", "ft", "corpus")),
 ]
 
 

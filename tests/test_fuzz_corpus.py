@@ -24,7 +24,8 @@ ENTRY_POINTS = {name: importlib.import_module(t.module).TestOneInput for name, t
 MIN_SEEDS = {"blipmq": 9, "rabbitmq-stream": 40, "rabbitmq-stream-chunk": 10, "signalr-json": 15,
              "signalr-msgpack": 15, "signalr-session": 8, "vibemq": 40, "vibemq-message": 45,
              "vibemq-session": 18, "micromessage2": 28, "micromessage2-handshake": 22,
-             "micromessage2-session": 42}
+             "micromessage2-session": 42, "signalr-http": 60, "micromessage2-syntax": 18,
+             "rabbitmq-stream-sasl": 6, "pcap": 45}
 
 
 def _files(folder: Path) -> list[Path]:
@@ -81,6 +82,31 @@ def _seed_problem(target, data: bytes):
     if target.seeds == "message":                  # one VibeMQ binary message
         vibemq_codec.parse_message(data)
         return None
+    if target.seeds == "http-stream":               # one captured direction, HTTP or raw
+        from fuzz.harness_transport import capture_events
+        events, decoder = capture_events([data])
+        if not events or decoder.broken or isinstance(events[-1], tuple):
+            return f"does not decode to the end: {events[-1:]}"
+        return None
+    if target.seeds == "text":                      # lines each some MM2 syntax reads
+        from reference_impl.micromessage2 import filters, syntax
+        for line in data.decode("utf-8").split("\n"):
+            readers = (lambda t: syntax.parse_extensions(t, False),      # lenient FIELDs
+                       lambda t: syntax.parse_command(t, False), syntax.parse_properties,
+                       filters.parse_filter)
+            if not any(_reads(read, line) for read in readers):
+                return f"no syntax reads {line!r}"
+        return None
+    if target.seeds == "sasl":
+        from reference_impl.rabbitmq_stream import sasl
+        return None if sasl.plain(data) or sasl.amqplain(data) else "neither PLAIN nor AMQPLAIN"
+    if target.seeds == "capture":                   # a capture file, maybe gzip-compressed
+        import gzip
+        import io
+        from fuzz.harness_capture import read_capture
+        segments, error, (records, _) = read_capture(io.BytesIO(
+            gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data))
+        return error if error is not None else None if records else "no records"
     if target.seeds == "chunk":
         chunk = parse_chunk(data)
         if chunk.chunk_type == ChunkType.USER and len(chunk.messages()) != chunk.num_records:
@@ -88,6 +114,15 @@ def _seed_problem(target, data: bytes):
         return None
     result = decode_whole(data, registry.get(target.protocol))
     return None if result.ok and result.frames else str(result)
+
+
+def _reads(read, text: str) -> bool:
+    from reference_impl.micromessage2.filters import FilterError
+    try:
+        read(text)
+    except (FrameError, FilterError):
+        return False
+    return True
 
 
 def test_every_target_has_corpus_and_dictionary():

@@ -76,6 +76,8 @@ class BlipConfig(Limits):
     max_frame_size: int = MAX_FRAME_SIZE
 
 
+_DEFAULT_LIMITS = BlipConfig()       # frozen: one instance serves every decoder
+
 # --- frames ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -342,10 +344,15 @@ class Decoder(IncrementalDecoder):
     protocol = PROTOCOL
 
     def __init__(self, limits: BlipConfig | None = None, *, parse: bool = True) -> None:
-        self.limits = limits or BlipConfig()
+        self.limits = limits or _DEFAULT_LIMITS
         self.parse = parse
         self._buf = FrameBuffer()
         self._error: FrameError | None = None
+        # Bytes the envelope in hand needs before reading it again can change anything (the
+        # checks so far read bytes that stay buffered): with fewer, next_raw answers None at
+        # once, so reads of a byte or two cost one comparison ("Frame Layout": the length first,
+        # then the type byte, then the body).
+        self._need = 4
 
     @property
     def buffered(self) -> int:
@@ -361,6 +368,8 @@ class Decoder(IncrementalDecoder):
             raise self._error
         buf = self._buf
         available = len(buf)
+        if available < self._need:
+            return None
         if available >= HEADER_SIZE:             # common case: one unpack for the header
             length, type_byte, correlation_id = buf.unpack(_HEADER)
             self._check(length, type_byte, buf.offset)
@@ -368,12 +377,15 @@ class Decoder(IncrementalDecoder):
             if available < 4:
                 return None
             (length,) = buf.unpack(_LEN)
-            type_byte = buf.peek(5)[4] if available >= 5 else None
+            type_byte = buf.byte(4)
             self._check(length, type_byte, buf.offset)
+            self._need = HEADER_SIZE if type_byte is not None else 5
             return None
         if available < 4 + length:
+            self._need = 4 + length
             return None
         start = buf.offset
+        self._need = 4
         payload = buf.take(length - MIN_FRAME_LENGTH, skip=HEADER_SIZE)
         return RawFrame(_TYPES[type_byte], correlation_id, payload, start)
 

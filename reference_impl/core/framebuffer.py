@@ -22,8 +22,10 @@ class FrameBuffer:
         self._pos = 0          # read offset into _buf
         self._base = 0         # absolute stream offset of _buf[0]
 
-    def feed(self, data: bytes | bytearray | memoryview) -> None:
+    def feed(self, data: bytes | bytearray | memoryview) -> int:
+        """Buffer ``data``; returns the bytes buffered and not yet consumed (``len``)."""
         self._buf += data
+        return len(self._buf) - self._pos
 
     def __len__(self) -> int:
         """Bytes buffered and not yet consumed."""
@@ -39,6 +41,12 @@ class FrameBuffer:
         if len(self._buf) - self._pos < n:
             return None
         return bytes(self._buf[self._pos:self._pos + n])
+
+    def byte(self, skip: int = 0) -> int | None:
+        """The byte ``skip`` bytes past the read offset, or None if not buffered yet (a flags
+        or type byte: no ``bytes`` object built, as ``peek(1)[0]`` would)."""
+        at = self._pos + skip
+        return self._buf[at] if at < len(self._buf) else None
 
     def unpack(self, st: struct.Struct, skip: int = 0) -> tuple | None:
         """``st`` unpacked at ``skip`` bytes past the read offset, or None if not buffered yet."""

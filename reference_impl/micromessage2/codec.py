@@ -46,9 +46,14 @@ _U32 = struct.Struct(">I")
 _HS_HEAD = struct.Struct(">BBBB")       # major, minor, flags, identity length
 _MSG_HEAD = struct.Struct(">HB")        # sequence number, destination length
 _UNKNOWN_BITS = 0xFF & ~int(KNOWN_BITS)
+#: "Flag values" as plain ints for the hot paths: ``&`` and ``|`` on the IntFlag build a new
+#: enum member each time (enum's ``__and__``/``__call__`` were most of the decoder's time).
+_COMMAND, _EXTENSION, _ERROR = int(F.COMMAND), int(F.EXTENSION), int(F.ERROR)
+_LARGE, _CONTINUED, _TYPE_BITS = int(F.LARGE_PAYLOAD), int(F.CONTINUED), int(TYPE_BITS)
 #: First bytes read as an ERROR frame where a handshake is expected (so no handshake can have
 #: them as its major version).
 HANDSHAKE_ERROR_FLAGS = (F.ERROR, F.ERROR | F.LARGE_PAYLOAD)
+_HANDSHAKE_ERROR_FIRST = frozenset(int(f) for f in HANDSHAKE_ERROR_FLAGS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +63,9 @@ class MM2Limits(Limits):
     leaves room); ``max_message_size``: the largest payload reassembled from CONTINUED frames."""
     max_frame_size: int = 16 * 1024 * 1024
     max_message_size: int = 64 * 1024 * 1024
+
+
+_DEFAULT_LIMITS = MM2Limits()        # frozen: one instance serves every decoder
 
 
 # --- frames -----------------------------------------------------------------------------------
@@ -147,7 +155,7 @@ def encode_handshake(hs: Handshake) -> bytes:
 
 def _length(n: int, large: bool) -> tuple[int, bytes]:
     if large or n > SMALL_PAYLOAD_MAX:
-        return F.LARGE_PAYLOAD, _U32.pack(n)
+        return _LARGE, _U32.pack(n)
     return 0, bytes((n,))
 
 
@@ -157,7 +165,7 @@ def _message_frame(m: Message, piece: bytes, continued: bool) -> bytes:
     if len(dest) > 0xFF or len(props) > 0xFFFF:
         raise ValueError("destination or properties longer than the length prefix allows")
     flag, plen = _length(len(piece), m.large)
-    flags = flag | (F.CONTINUED if continued else 0)
+    flags = flag | (_CONTINUED if continued else 0)
     return (bytes((flags,)) + _MSG_HEAD.pack(m.sequence, len(dest)) + dest
             + _U16.pack(len(props)) + props + plen + piece)
 
@@ -185,13 +193,13 @@ def encode(frame: Frame) -> bytes:
         return encode_handshake(frame)
     if isinstance(frame, Command):
         text = syntax.format_command(frame.name, frame.args).encode("utf-8")
-        return _with_payload(F.COMMAND, text, frame.large)
+        return _with_payload(_COMMAND, text, frame.large)
     if isinstance(frame, ExtensionFrame):
         if not 0 <= frame.extension_id <= 0xFF:
             raise ValueError("an extension id is one byte")
-        return _with_payload(F.EXTENSION, bytes(frame.payload), frame.large, bytes((frame.extension_id,)))
+        return _with_payload(_EXTENSION, bytes(frame.payload), frame.large, bytes((frame.extension_id,)))
     if isinstance(frame, Error):
-        return _with_payload(F.ERROR, frame.text.encode("utf-8"), frame.large)
+        return _with_payload(_ERROR, frame.text.encode("utf-8"), frame.large)
     raise TypeError(f"not a Micromessage2 frame: {frame!r}")
 
 
@@ -206,12 +214,28 @@ class Decoder(IncrementalDecoder):
 
     def __init__(self, limits: Optional[MM2Limits] = None, handshakes: int = 0,
                  strict: bool = True) -> None:
-        self.limits = limits or MM2Limits()
-        self.handshakes = handshakes
+        self.limits = limits or _DEFAULT_LIMITS
+        self._handshakes = handshakes
         self.strict = strict
         self._buf = FrameBuffer()
+        # Bytes the frame in hand needs before reading it again can change anything: every
+        # check up to where it stopped read bytes that stay buffered, so with fewer there
+        # next_frame answers None at once (reads of a byte or two cost one comparison).
+        self._need = 1
         self._error: Optional[FrameError] = None
         self._partial: Optional[list] = None   # seq, dest, properties text, large, data, pieces
+
+    @property
+    def handshakes(self) -> int:
+        """Handshakes still expected before frames."""
+        return self._handshakes
+
+    @handshakes.setter
+    def handshakes(self, count: int) -> None:
+        # The session (a refused offer: the next one comes) and the fuzzers set it from outside:
+        # what the bytes buffered need is read anew.
+        self._handshakes = count
+        self._need = 1
 
     def receive(self, data: bytes) -> None:
         if self._error is None:
@@ -236,24 +260,34 @@ class Decoder(IncrementalDecoder):
     def next_frame(self) -> Optional[Frame]:
         if self._error is not None:
             raise self._error
+        buf = self._buf
         while True:
-            if not len(self._buf):
+            if len(buf) < self._need:
                 return None
-            if self.handshakes > 0:
-                first = self._buf.peek(1)
+            if self._handshakes > 0:
                 # An ERROR frame, with a 1-byte or (LARGE_PAYLOAD, "Flag values") a 4-byte length:
                 # the encoder writes texts above 255 bytes with 4 (a major version of 4 or 12 is
                 # refused anyway). Found by fuzz/fuzz_mm2_session.py: a long refusal text was
                 # read by the client as a handshake.
-                if first[0] not in HANDSHAKE_ERROR_FLAGS:
+                if buf.byte() not in _HANDSHAKE_ERROR_FIRST:
                     return self._handshake()
-                self.handshakes = 0          # an ERROR instead of a handshake: the peer gives up
+                self._handshakes = 0         # an ERROR instead of a handshake: the peer gives up
             frame = self._frame()
             if frame is None:
                 return None
             if frame is _PIECE:
                 continue                     # a CONTINUED piece was buffered; read on
             return frame
+
+    def _take(self, n: int, skip: int = 0) -> bytes:
+        """Consume a frame's bytes (the caller checked they are there): the next frame needs
+        its first byte again."""
+        self._need = 1
+        return self._buf.take(n, skip)
+
+    def _wait(self, need: int) -> None:
+        self._need = need
+        return None
 
     # -- handshake -----------------------------------------------------------------------------
 
@@ -262,21 +296,21 @@ class Decoder(IncrementalDecoder):
         start = buf.offset
         head = buf.unpack(_HS_HEAD)
         if head is None:
-            return None
+            return self._wait(4)
         major, minor, flags, idlen = head
         pos = 4 + idlen
         req_len = buf.unpack(_U16, pos)
         if req_len is None:
-            return None
+            return self._wait(pos + 2)
         pos += 2 + req_len[0]
         opt_len = buf.unpack(_U16, pos)
         if opt_len is None:
-            return None
+            return self._wait(pos + 2)
         total = pos + 2 + opt_len[0]
         if len(buf) < total:
-            return None
-        raw = buf.take(total)
-        self.handshakes -= 1                 # consumed, whatever its fields turn out to be
+            return self._wait(total)
+        raw = self._take(total)
+        self._handshakes -= 1                 # consumed, whatever its fields turn out to be
         identity = self._text(raw, 4, 4 + idlen, "the identity", start, ascii=True)
         r0 = 4 + idlen + 2
         required = self._text(raw, r0, r0 + req_len[0], "RequiredExtensions", start, ascii=True)
@@ -298,16 +332,15 @@ class Decoder(IncrementalDecoder):
 
     def _payload_length(self, flags: int, at: int) -> Optional[tuple[int, int]]:
         """(length, size of the length field) at ``at`` bytes past the read offset."""
-        if flags & F.LARGE_PAYLOAD:
+        if flags & _LARGE:
             got = self._buf.unpack(_U32, at)
             if got is None:
-                return None
+                return self._wait(at + 4)
             n, size = got[0], 4
         else:
-            got = self._buf.peek(at + 1)
-            if got is None:
-                return None
-            n, size = got[at], 1
+            n, size = self._buf.byte(at), 1
+            if n is None:
+                return self._wait(at + 1)
         if n > self.limits.max_frame_size:
             raise self._fail(_err(LengthError, f"payload length {n} above the limit "
                                   f"{self.limits.max_frame_size}", Category.LENGTH_TOO_LARGE,
@@ -317,36 +350,36 @@ class Decoder(IncrementalDecoder):
     def _frame(self):
         buf = self._buf
         start = buf.offset
-        flags = buf.peek(1)[0]
+        flags = buf.byte()
         if flags & _UNKNOWN_BITS:
             raise self._fail(_err(UnknownTypeError, f"unknown flag bits 0x{flags & _UNKNOWN_BITS:02x} "
                                   f"in flags 0x{flags:02x}", Category.UNKNOWN_TYPE, start))
-        kind = flags & TYPE_BITS
+        kind = flags & _TYPE_BITS
         if kind & (kind - 1):
             raise self._fail(_err(PayloadError, f"flags 0x{flags:02x} name two frame types",
                                   Category.BAD_VALUE, start))
-        if kind and flags & F.CONTINUED:
+        if kind and flags & _CONTINUED:
             raise self._fail(_err(PayloadError, "CONTINUED is defined for MESSAGE frames only",
                                   Category.BAD_VALUE, start))
         if self._partial is not None and kind:
             raise self._fail(_err(PayloadError, "a frame came between the pieces of a CONTINUED "
                                   "message", Category.BAD_VALUE, start))
-        large = bool(flags & F.LARGE_PAYLOAD)
+        large = bool(flags & _LARGE)
         if kind == 0:
             return self._message(flags, start, large)
-        prefix = 1 if kind == F.EXTENSION else 0
+        prefix = 1 if kind == _EXTENSION else 0
         got = self._payload_length(flags, 1 + prefix)
         if got is None:
             return None
         n, size = got
         head = 1 + prefix + size
         if len(buf) < head + n:
-            return None
-        ext_id = buf.peek(2)[1] if prefix else 0
-        payload = buf.take(n, head)
-        if kind == F.EXTENSION:
+            return self._wait(head + n)
+        ext_id = buf.byte(1) if prefix else 0
+        payload = self._take(n, head)
+        if kind == _EXTENSION:
             return ExtensionFrame(ext_id, payload, large)
-        if kind == F.ERROR:
+        if kind == _ERROR:
             return Error(self._text(payload, 0, n, "the ERROR text", start + head), large)
         text = self._text(payload, 0, n, "the command", start + head)
         name, args = syntax.parse_command(text, self.strict, start + head)
@@ -356,12 +389,12 @@ class Decoder(IncrementalDecoder):
         buf = self._buf
         head = buf.unpack(_MSG_HEAD, 1)
         if head is None:
-            return None
+            return self._wait(4)
         seq, dlen = head
         pos = 4 + dlen
         plen = buf.unpack(_U16, pos)
         if plen is None:
-            return None
+            return self._wait(pos + 2)
         pos += 2 + plen[0]
         got = self._payload_length(flags, pos)
         if got is None:
@@ -369,13 +402,13 @@ class Decoder(IncrementalDecoder):
         n, size = got
         total = pos + size + n
         if len(buf) < total:
-            return None
-        continued = bool(flags & F.CONTINUED)
+            return self._wait(total)
+        continued = bool(flags & _CONTINUED)
         so_far = len(self._partial[4]) if self._partial is not None else 0
         if (continued or self._partial is not None) and so_far + n > self.limits.max_message_size:
             raise self._fail(_err(LengthError, f"CONTINUED payload above the limit "
                                   f"{self.limits.max_message_size}", Category.LENGTH_TOO_LARGE, start))
-        raw = buf.take(total)
+        raw = self._take(total)
         try:
             dest = self._text(raw, 4, 4 + dlen, "the destination", start)
             props = self._text(raw, 6 + dlen, 6 + dlen + plen[0], "the properties", start)

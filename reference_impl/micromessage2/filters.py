@@ -157,9 +157,11 @@ class Filter:
 
 
 def _show(value: Value) -> str:
+    """A FILTER_VALUE as written: numbers in plain digits (``str(Decimal)`` would write
+    ``N0.000000001`` back as ``N1E-9``, which is not a FILTER_VALUE)."""
     from .syntax import url_encode
     kind, v = value
-    return kind + (url_encode(v) if kind == "T" else str(v))
+    return kind + (url_encode(v) if kind == "T" else _positional(v))
 
 
 def parse_filter(text: str) -> Filter:

@@ -61,6 +61,9 @@ class StreamConfig(Limits):
     max_uncompressed: int = osiris.DEFAULT_MAX_UNCOMPRESSED
 
 
+_DEFAULT_LIMITS = StreamConfig()     # frozen: one instance serves every decoder
+
+
 def _err(cls, message: str, category: Category, offset: int) -> FrameError:
     return cls(message, category=category, protocol=PROTOCOL, offset=offset)
 
@@ -1047,12 +1050,25 @@ class Decoder(IncrementalDecoder):
 
     def __init__(self, limits: StreamConfig | None = None, *, parse: bool = True,
                  origin: Optional[str] = None) -> None:
-        self.limits = limits or StreamConfig()
+        self.limits = limits or _DEFAULT_LIMITS
         self.origin = origin           # "server", "client" or None (unknown)
-        self.max_frame_size = self.limits.max_frame_size
         self.parse = parse
         self._buf = FrameBuffer()
         self._error: FrameError | None = None
+        # Bytes the frame in hand needs before reading it again can change anything (the size
+        # check read bytes that stay buffered): with fewer, next_raw answers None at once, so
+        # reads of a byte or two cost one comparison. A new max_frame_size resets it.
+        self._need = 4
+        self.max_frame_size = self.limits.max_frame_size
+
+    @property
+    def max_frame_size(self) -> int:
+        return self._max_frame_size
+
+    @max_frame_size.setter
+    def max_frame_size(self, value: int) -> None:
+        self._max_frame_size = value
+        self._need = 4               # the size of a frame in hand is checked against it anew
 
     @property
     def buffered(self) -> int:
@@ -1071,7 +1087,7 @@ class Decoder(IncrementalDecoder):
             raise self._error
         buf = self._buf
         available = len(buf)
-        if available < 4:
+        if available < self._need:
             return None
         start = buf.offset
         if available >= 8:
@@ -1079,18 +1095,17 @@ class Decoder(IncrementalDecoder):
         else:
             (size,) = buf.unpack(_LEN)
             key = version = None
-        limit = self.max_frame_size
+        limit = self._max_frame_size
         if limit and size > limit:
             self._error = _err(LengthError, f"frame size {size} > frame_max {limit}",
                                Category.LENGTH_TOO_LARGE, start)
             raise self._error
-        if size < MIN_FRAME_SIZE:
-            body = buf.take(size, skip=4) if available >= 4 + size else None
-            if body is None:
-                return None
-            return RawFrame(None, None, body, start)
         if available < 4 + size:
+            self._need = 4 + size
             return None
+        self._need = 4
+        if size < MIN_FRAME_SIZE:
+            return RawFrame(None, None, buf.take(size, skip=4), start)
         return RawFrame(key, version, buf.take(size - 4, skip=8), start)
 
     def next_frame(self):

@@ -49,6 +49,7 @@ class VibeLimits(Limits):
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
 
 
+_DEFAULT_LIMITS = VibeLimits()       # frozen: one instance serves every decoder
 _ABSENT = object()
 
 
@@ -218,13 +219,18 @@ class Decoder(IncrementalDecoder):
 
     def __init__(self, limits: Optional[VibeLimits] = None, *, profile: Optional[str] = None,
                  origin: Optional[str] = None) -> None:
-        self.limits = limits or VibeLimits()
+        self.limits = limits or _DEFAULT_LIMITS
         self.profile = profile or "document"
         self.origin = origin
         self.flags = self.profile != "vibemq-1.0"
         self._head = 5 if self.flags else 4
         self._buf = FrameBuffer()
         self._error: Optional[FrameError] = None
+        # Bytes the frame in hand needs before reading it again can change anything (the
+        # checks so far, "Framing": length bounds, then the flags byte, read bytes that stay
+        # buffered): with fewer, next_frame answers None at once, so reads of a byte or two
+        # cost one comparison.
+        self._need = 4
 
     @property
     def buffered(self) -> int:
@@ -242,7 +248,7 @@ class Decoder(IncrementalDecoder):
         if self._error is not None:
             raise self._error
         buf = self._buf
-        if len(buf) < 4:
+        if len(buf) < self._need:
             return None
         start = buf.offset
         (size,) = buf.unpack(_U32)
@@ -253,6 +259,7 @@ class Decoder(IncrementalDecoder):
             raise self._fail(_err(LengthError, f"body length {size} > {self.limits.max_frame_size}",
                                   Category.LENGTH_TOO_LARGE, start))
         if len(buf) < self._head:
+            self._need = self._head
             return None
         flag = Compression.NONE
         if self.flags:
@@ -261,7 +268,9 @@ class Decoder(IncrementalDecoder):
                 raise self._fail(_err(UnknownTypeError, f"unknown compression flag 0x{flag:02x}",
                                       Category.UNKNOWN_TYPE, start + 4))
         if len(buf) < self._head + size:
+            self._need = self._head + size
             return None
+        self._need = 4
         body = buf.take(size, skip=self._head)
         at = start + self._head
         if flag == Compression.NONE:
