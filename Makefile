@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: captures install real-peers signalr-clients browser tshark allure-cli report-allure run demo test bench fuzz-smoke lint clean
+.PHONY: captures install real-peers signalr-clients browser tshark allure-cli report-allure run demo test bench fuzz fuzz-smoke lint clean
 
 install: $(STAMP)
 
@@ -84,8 +84,15 @@ bench: install real-peers
 captures: install signalr-clients
 	$(PY) tools/record_captures.py
 
+# Every fuzz target for a few seconds (a one-minute campaign; also `tox -e fuzz-smoke`).
 fuzz-smoke: install
-	$(PY) -m fuzz.run_smoke
+	$(VENV)/bin/wirecheck fuzz --all --time 60
+
+# A campaign of FUZZ_TIME (default 10 minutes) over every target, both cores; the working
+# corpora grow in fuzz/work/ between runs; summary in reports/fuzz/.
+FUZZ_TIME ?= 10m
+fuzz: install
+	$(VENV)/bin/wirecheck fuzz --all --time $(FUZZ_TIME) --workdir fuzz/work
 
 clean:
 	rm -rf $(VENV) reports/*.xml reports/*.json .pytest_cache .hypothesis

@@ -3,11 +3,13 @@
     wirecheck protocols [--json]
     wirecheck serve   --protocol P [--host H] [--port N] [--data-dir DIR] [--api-key K ...] [--raw-port N]
     wirecheck check   --protocol P [--target HOST:PORT] [--profile NAME|FILE] [--report FILE] [-n N]
-    wirecheck report  RESULTS... --out FILE.html|FILE.json|DIR   # merge result files into reports
+    wirecheck report  RESULTS... --out FILE.html|FILE.json|DIR   # result files and fuzz campaign summaries
     wirecheck serve   ... --capture FILE.pcap          # record every connection (no root needed)
     wirecheck record  --listen HOST:PORT --upstream HOST:PORT --capture FILE.pcap
     wirecheck decode  --protocol P [--profile NAME] (--hex HEX | --file F | --pcap F [--port N ...])
     wirecheck replay  PCAP|BYTES --target HOST:PORT [--protocol P] [--rechunk] [--report FILE]
+    wirecheck fuzz    --protocol P (--decoder|--nested|--session|--target HOST:PORT|--serve|--command CMD) [--time S] [--json]
+    wirecheck fuzz    --all [--time 10m]                # a campaign over every target, both cores
     wirecheck run     [--reports DIR] [--protocol P ...] [--alluredir DIR]   # brokers + suites (``make run``)
 """
 from __future__ import annotations
@@ -192,6 +194,11 @@ def cmd_replay(args) -> int:
     return replay.main(args)
 
 
+def cmd_fuzz(args) -> int:
+    from fuzz.command import main
+    return main(args)
+
+
 def _host_port_arg(text: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[v6]:PORT``; an empty host is loopback) for record and replay."""
     host, sep, port = text.rpartition(":")
@@ -268,13 +275,13 @@ def cmd_check(args) -> int:
 
 def cmd_report(args) -> int:
     from conformance.report_index import write
-    from conformance.results import ReportError, load_runs
+    from conformance.results import ReportError, load_inputs
     try:
-        runs = load_runs(args.results)
+        inputs = load_inputs(args.results)
     except ReportError as exc:
         print(f"wirecheck report: {exc}", file=sys.stderr)
         return EXIT_HARNESS
-    for path in write(runs, args.out):
+    for path in write(inputs.runs, args.out, inputs.campaigns):
         print(f"wrote {path}")
     return EXIT_OK
 
@@ -386,8 +393,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
     s.set_defaults(func=cmd_check)
 
-    s = sub.add_parser("report", help="merge result files into the HTML report and/or index.json")
-    s.add_argument("results", nargs="+", help="result files (check --report FILE.json) or directories of them")
+    s = sub.add_parser("report", help="merge result files and fuzz campaign summaries into the HTML report "
+                                      "and/or index.json")
+    s.add_argument("results", nargs="+", help="result files (check/replay --report FILE.json), fuzz campaign "
+                                              "summaries (fuzz --all), or directories of them")
     s.add_argument("--out", required=True,
                    help="FILE.html (HTML report), FILE.json (index.json + transcripts/ beside it), or a "
                         "directory (index.html and index.json)")
@@ -429,6 +438,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
     s.set_defaults(func=cmd_replay)
+
+    s = sub.add_parser("fuzz", help="fuzz decoders and sessions in process, a live target over the network, "
+                                    "or everything in a time budget (--all)")
+    from fuzz.command import add_arguments
+    add_arguments(s, _protocol)
+    s.set_defaults(func=cmd_fuzz)
 
     s = sub.add_parser("run", help="every protocol's reference broker + black-box suite")
     s.add_argument("--reports", default="reports")

@@ -40,8 +40,11 @@ encode unchanged (a malformed frame on an error path), that connection's bytes g
 Byte files
 ----------
 A file that is not a capture (a fuzzer's finding) is one client stream: it is sent whole over
-one connection, the answers are decoded and listed, and the target must still accept a new
-connection afterwards (a crash is a FAIL).
+one connection, the answers are decoded and listed (bytes the reference codec cannot read are
+a FAIL), and the target must then answer the protocol's liveness probe on a new connection
+(conformance/liveness.py): refused (a crash) or no answer (a hang) is a FAIL. A network
+fuzzer's finding ``X.bin`` has ``X.json`` beside it: the bytes go in the writes it lists, and
+without ``--protocol`` the protocol and profile are taken from there.
 """
 from __future__ import annotations
 
@@ -702,7 +705,10 @@ def replay_bytes(spec, path: str, options: ReplayOptions) -> list[FlowResult]:
     flow = _Flow(replayer, conn)
     flow.connect()
     if flow.sock is not None:
-        flow.client_bytes(data, 0.0)
+        pos = 0
+        for size in _finding_writes(path, len(data)):      # as the fuzzer wrote them
+            flow.client_bytes(data[pos:pos + size], 0.0)
+            pos += size
         # answers until the target closes or is quiet for the timeout
         while flow.live_closed is None:
             before = len(flow.actual)
@@ -721,13 +727,18 @@ def replay_bytes(spec, path: str, options: ReplayOptions) -> list[FlowResult]:
         flow.note(f"the target answered {sum(a[0] == 'frame' for a in answers)} frame(s) and "
                   + ("kept the connection open" if flow.live_closed is None else
                      f"closed the connection ({flow.live_closed})"))
-        try:
-            probe = socket.create_connection(options.target, timeout=options.timeout)
-            probe.close()
-            flow.note("the target accepts new connections afterwards")
-        except OSError as exc:
-            flow.mismatch(f"the target no longer accepts connections after these bytes: {exc}",
-                          ["a new connection accepted"], f"refused ({exc})")
+        from conformance import liveness
+        host, port = options.target
+        alive = liveness.settled_probe(spec, host, port, options.profile, options.timeout)
+        if alive.ok:
+            flow.note("the target answers the liveness probe on a new connection afterwards")
+        else:
+            what = {liveness.REFUSED: "no longer accepts connections (crashed?)",
+                    liveness.SILENT: "no longer answers (hung?)",
+                    liveness.CLOSED: "closes new connections without an answer"}.get(
+                        alive.status, "answers the liveness probe wrongly")
+            flow.mismatch(f"after these bytes the target {what}: {alive.detail}",
+                          ["an answer to the liveness probe"], f"{alive.status} ({alive.detail})")
     flow.finish()
     replayer.selector.close()
     return [flow.result]
@@ -796,6 +807,10 @@ def main(args) -> int:
                             args.profile, credentials, not args.keep_names, not args.fast, args.max_gap)
     capture = is_capture(path)
     spec = args.protocol
+    if spec is None and not capture:
+        spec, finding_profile = _finding_protocol(path)
+        if args.profile is None:
+            args.profile = finding_profile
     try:
         if spec is None:
             spec = guess_protocol(path, options.ports) if capture else None
@@ -834,6 +849,34 @@ def main(args) -> int:
     if args.report:
         _write_report(doc, args.report)
     return doc["exitstatus"]
+
+
+def _finding_meta(path: str) -> dict:
+    """The JSON a network fuzzer finding ``X.bin`` has beside it (``X.json``), or {}."""
+    try:
+        with open(os.path.splitext(path)[0] + ".json", encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _finding_writes(path: str, total: int) -> list[int]:
+    """The write sizes the fuzzer used for this finding, else one write of everything."""
+    writes = _finding_meta(path).get("writes")
+    if isinstance(writes, list) and all(isinstance(w, int) and w > 0 for w in writes) and sum(writes) == total:
+        return writes
+    return [total]
+
+
+def _finding_protocol(path: str):
+    """(spec, profile) from a network fuzzer finding's JSON beside ``path``, else (None, None)."""
+    from reference_impl.core import registry
+    doc = _finding_meta(path)
+    try:
+        return registry.get(doc["protocol"]), doc.get("profile")
+    except (KeyError, TypeError):
+        return None, None
 
 
 def _print_summary(doc: dict, results: list[FlowResult], as_json: bool) -> None:

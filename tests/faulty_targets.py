@@ -55,8 +55,8 @@ def _split_frames(data):
         pos += 4 + n
 
 
-def broker_with(session_class):
-    broker = make_broker()
+def broker_with(session_class, port: int = 0):
+    broker = make_broker(port=port)
     state, config = broker.state, broker.server.make_session().config
     broker.server.make_session = lambda: session_class(state, config)
     return broker

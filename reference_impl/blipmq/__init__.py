@@ -30,4 +30,5 @@ SPEC = registry.register(registry.ProtocolSpec(
         "blipmq-daemon": {"extends": "document",
                           "credentials": {"api_key": "dev-key"}},
     },
+    liveness="reference_impl.blipmq.probe:liveness_probe",
 ))

@@ -41,9 +41,16 @@ class ProtocolSpec:
     #: differs from ``make_decoder`` (SignalR: HTTP + WebSocket around the hub messages).
     #: Same signature as ``make_decoder``; None means ``make_decoder``.
     make_capture_decoder: Callable[..., Any] | None = None
+    #: ``"module:function"``: ``function(profile) -> bytes`` a client sends on a fresh
+    #: connection that any live server answers with at least one frame (the network fuzzer's
+    #: and byte-file replay's liveness check).
+    liveness: str = ""
 
     def capture_decoder(self, **kwargs):
         return (self.make_capture_decoder or self.make_decoder)(**kwargs)
+
+    def liveness_probe(self, profile: str | None = None) -> bytes:
+        return self.load("liveness")(profile)
 
     def load(self, slot: str):
         """Import a lazy slot: ``"pkg.mod"`` -> module, ``"pkg.mod:Name"`` -> attribute."""

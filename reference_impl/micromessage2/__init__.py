@@ -41,4 +41,5 @@ SPEC = registry.register(registry.ProtocolSpec(
                                        "extension with an ERROR frame and keeps the connection (SPEC_NOTES)"}},
     },
     default_profile="document",
+    liveness="reference_impl.micromessage2.probe:liveness_probe",
 ))

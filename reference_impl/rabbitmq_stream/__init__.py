@@ -45,4 +45,5 @@ SPEC = registry.register(registry.ProtocolSpec(
                                                         "handshake frames are split or pipelined"}},
     },
     default_profile="current",
+    liveness="reference_impl.rabbitmq_stream.probe:liveness_probe",
 ))

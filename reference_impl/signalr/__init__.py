@@ -55,4 +55,5 @@ SPEC = registry.register(registry.ProtocolSpec(
     extra_ports=(DEFAULT_PORT + 1,),           # the raw TCP transport
     # A captured connection may be either transport: HTTP + WebSocket, or raw TCP.
     make_capture_decoder=http_transport.make_capture_decoder,
+    liveness="reference_impl.signalr.probe:liveness_probe",
 ))

@@ -62,4 +62,5 @@ SPEC = registry.register(registry.ProtocolSpec(
         "vibemq-1.0": {"extends": "vibemq-1.8", "features": {"compression": False}},
     },
     default_profile="document",
+    liveness="reference_impl.vibemq.probe:liveness_probe",
 ))
