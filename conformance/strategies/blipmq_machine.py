@@ -24,11 +24,17 @@ Two knobs, set by subclasses:
 Runs are short (over the wire ~15 examples), so the ``start`` initializer usually performs the
 handshake, creates subscriptions and publishes to the first one: polls and acks then have
 something to find. Subscription ids and delivery tags travel in Bundles; no rule filters.
+
+Coverage: :data:`MATRIX` is every (phase x client frame type) pair; each frame a rule sends is
+counted in ``BlipMachine.reached`` under the phase it was sent in (the barrier PINGs are not).
+A frame that closes the connection (an unknown type, BLIP-FRAME-006) is sent on a *probe*: a
+second connection the driver opens and brings to the machine's phase, so the machine's own
+connection and model go on (``driver.probe``).
 """
 from __future__ import annotations
 
 import itertools
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
@@ -40,6 +46,8 @@ from reference_impl.blipmq.codec import Ack, Auth, Hello, Nack, Ping, Poll, Pong
 from reference_impl.blipmq.session import DEFAULT_API_KEY, BlipSession
 from reference_impl.blipmq.state import BrokerState
 from reference_impl.core.errors import FrameError
+
+from .state_matrix import MALFORMED, UNKNOWN, Matrix
 
 #: Barrier PINGs use ids above every id the machine draws, so they cannot be confused.
 BARRIER_BASE = 2**63 + 0xB10B_0000
@@ -57,6 +65,22 @@ DEFECTS = st.sampled_from((None, None, None, "empty topic", "invalid QoS value")
 UNKNOWN_TAG = "unknown subscription or delivery tag"
 
 HELLO, AUTH, READY = "await-hello", "await-auth", "ready"
+
+#: Frame types with a payload layout of their own ("Payload Formats"), and a malformed payload
+#: of each (too short, key_len past the end, topic_len past the end, not 8 bytes).
+MALFORMED_PAYLOADS = {"HELLO": b"\x00", "AUTH": b"\x00\x09dev", "PUBLISH": b"\x00\x00",
+                      "SUBSCRIBE": b"\x00\x05ab", "ACK": b"\x00" * 7, "POLL": b"\x00" * 9}
+#: Malformed payloads the MUST-level machine sends (BLIP-AUTH-003, -SUB-001, -ACK-001,
+#: -POLL-001, and 401 before AUTH); HELLO's and PUBLISH's answers are SPEC_NOTES.md (SHOULD).
+MUST_MALFORMED = ("ACK", "AUTH", "POLL", "SUBSCRIBE")
+#: Type bytes no frame has ("Frame Types": 0x01-0x09).
+UNKNOWN_TYPES = st.sampled_from((0x00, 0x0A, 0x10, 0x7F, 0xFF))
+
+MATRIX = Matrix(
+    "blipmq", (HELLO, AUTH, READY),
+    ("HELLO", "AUTH", "PUBLISH", "SUBSCRIBE", "ACK", "POLL", "PING", "PONG", "NACK", UNKNOWN, MALFORMED))
+# Not a state of the matrix: "closed". After an unknown type or a bad length the server closes
+# the connection without an answer; nothing sent afterwards is read (the probe checks the close).
 
 
 def split_at_barrier(answers: list, barrier: int) -> tuple[list, object]:
@@ -93,15 +117,36 @@ class SessionDriver:
         answers, self.barrier_answer = split_at_barrier(self.decoder.feed(b"".join(out)), barrier)
         return answers
 
+    def probe(self, steps: int, wire: bytes) -> tuple[list, bool]:
+        """A second session over the same broker state, past HELLO (``steps`` >= 1) and AUTH
+        (2); then ``wire`` and a barrier PING: (the answers before the barrier's, closed)."""
+        session, decoder = BlipSession(self.session.state), codec.Decoder()
+        for i, frame in enumerate(_setup(steps, self.api_key)):
+            got = decoder.feed(b"".join(session.receive(codec.encode(frame), self.now)))
+            assert got == [Ack(frame.correlation_id, 0)], f"probe set-up {frame}: {got}"
+        barrier = next(self._barriers)
+        got = decoder.feed(b"".join(session.receive(wire + codec.encode(Ping(barrier)), self.now)))
+        if session.closed:
+            return got, True
+        return split_at_barrier(got, barrier)[0], False
+
     def close(self) -> None:
         pass
 
 
-class WireDriver:
-    """A target over one :class:`conformance.target.Connection` (already connected, no HELLO)."""
+def _setup(steps: int, api_key: str) -> list:
+    """The frames that bring a probe connection to phase ``steps`` (0 HELLO, 1 AUTH, 2 READY)."""
+    return [Hello(BARRIER_BASE - 2, 1), Auth(BARRIER_BASE - 1, api_key)][:steps]
 
-    def __init__(self, conn, *, api_key: str, topic_prefix: str, max_answers: int = 16) -> None:
+
+class WireDriver:
+    """A target over one :class:`conformance.target.Connection` (already connected, no HELLO).
+    ``connect()`` opens another such connection, for probes."""
+
+    def __init__(self, conn, *, api_key: str, topic_prefix: str, max_answers: int = 16,
+                 connect=None) -> None:
         self.conn = conn
+        self.connect = connect
         self.api_key = api_key
         self.topic_prefix = topic_prefix
         self.max_answers = max_answers
@@ -128,6 +173,30 @@ class WireDriver:
             answers.append(frame)
             if len(answers) > len(frames) + self.max_answers:
                 raise TargetError(f"{len(answers)} answers to {len(frames)} frames and no barrier answer")
+
+    def probe(self, steps: int, wire: bytes) -> tuple[list, bool]:
+        """As :meth:`SessionDriver.probe`, on a new connection: (answers, closed by the target)."""
+        from conformance.target import TargetClosed, TargetError
+        conn = self.connect()
+        try:
+            for frame in _setup(steps, self.api_key):
+                conn.send(frame)
+                conn.expect(Ack, correlation_id=frame.correlation_id, subscription_id=0)
+            barrier = next(self._barriers)
+            answers = []
+            try:
+                conn.send(wire, Ping(barrier))
+                while True:
+                    frame = conn.recv(expecting=f"the close, or PONG or NACK({barrier}) to the barrier")
+                    if isinstance(frame, (Pong, Nack)) and frame.correlation_id == barrier:
+                        return answers, False
+                    answers.append(frame)
+                    if len(answers) > self.max_answers:
+                        raise TargetError(f"{len(answers)} answers to one frame and no barrier answer")
+            except TargetClosed:
+                return answers, True
+        finally:
+            conn.close()
 
     def close(self) -> None:
         self.conn.close()
@@ -180,8 +249,15 @@ class BlipMachine(RuleBasedStateMachine):
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _exchange(self, *frames) -> list:
-        answers = self.driver.exchange([codec.encode(f) for f in frames])
+    #: (phase, frame type) -> frames sent (see :data:`MATRIX`); a subclass may have its own.
+    reached: Counter = Counter()
+
+    def _exchange(self, *frames, kind: str | None = None, phase: str | None = None) -> list:
+        """Send ``frames`` (frames, or bytes of one ``kind``) and the barrier; the answers.
+        ``phase``: the one they are sent in, where the model has moved on already."""
+        for f in frames:
+            self.reached[(phase or self.phase, kind or f.type.name)] += 1
+        answers = self.driver.exchange([f if isinstance(f, bytes) else codec.encode(f) for f in frames])
         barrier = self.driver.barrier_answer
         if self.phase == READY:
             assert isinstance(barrier, Pong), f"PING once authenticated got {barrier}, not PONG"
@@ -190,8 +266,8 @@ class BlipMachine(RuleBasedStateMachine):
                 f"PING before AUTH completed got {barrier}, not NACK(401, \"unauthenticated\")"
         return answers
 
-    def _check(self, frame, expected: list, what: str) -> None:
-        answers = self._exchange(frame)
+    def _check(self, frame, expected: list, what: str, phase: str | None = None) -> None:
+        answers = self._exchange(frame, phase=phase)
         assert answers == expected, f"{what}: expected {expected}, got {answers}"
 
     def _ready_or_401(self, frame, expected: list, what: str) -> None:
@@ -229,6 +305,7 @@ class BlipMachine(RuleBasedStateMachine):
             self._auth(cid, bad_key if wrong else self.driver.api_key, good=not wrong)
 
     def _hello(self, cid: int, version: int) -> None:
+        sent_in = self.phase
         if self.phase != HELLO:
             expected = Nack(cid, 400, "HELLO already performed")
         elif version != 1:
@@ -236,9 +313,10 @@ class BlipMachine(RuleBasedStateMachine):
         else:
             self.phase = AUTH
             expected = Ack(cid, 0)
-        self._check(Hello(cid, version), [expected], f"HELLO version {version}")
+        self._check(Hello(cid, version), [expected], f"HELLO version {version}", sent_in)
 
     def _auth(self, cid: int, key: str, good: bool) -> None:
+        sent_in = self.phase
         if self.phase == HELLO:
             expected = Nack(cid, 400, "HELLO not performed")
         elif self.phase == READY:
@@ -248,7 +326,7 @@ class BlipMachine(RuleBasedStateMachine):
         else:
             self.phase = READY
             expected = Ack(cid, 0)
-        self._check(Auth(cid, key), [expected], f"AUTH with key {key!r}")
+        self._check(Auth(cid, key), [expected], f"AUTH with key {key!r}", sent_in)
 
     @rule(ids=st.lists(cids, min_size=1, max_size=4), stray=st.sampled_from((None, "PONG", "NACK")))
     def ping(self, ids, stray):
@@ -381,6 +459,39 @@ class BlipMachine(RuleBasedStateMachine):
         else:
             expected = [Nack(cid, 404, UNKNOWN_TAG)] if kind == "ack" else []
         self._ready_or_401(frame, expected, f"{kind.upper()} of subscription {frame.subscription_id}")
+
+    # -- malformed payloads, unknown types --------------------------------------------------------
+
+    @rule(cid=cids, data=st.data())
+    def malformed(self, cid, data):
+        """A frame whose payload does not fit its type's layout. Once authenticated: NACK(400,
+        "invalid <TYPE> payload") (BLIP-ACK-001, BLIP-POLL-001, BLIP-AUTH-003, BLIP-SUB-001;
+        BLIP-HELLO-004, BLIP-PUB-006 are SPEC_NOTES.md); HELLO and AUTH are refused for their
+        phase first, as valid ones are; anything else before AUTH gets 401."""
+        name = data.draw(st.sampled_from(sorted(MALFORMED_PAYLOADS) if self.should else MUST_MALFORMED),
+                         label="type")
+        wire = codec.encode_raw(codec.FrameType[name], cid, MALFORMED_PAYLOADS[name])
+        if name == "HELLO" and self.phase != HELLO:
+            expected = Nack(cid, 400, "HELLO already performed")
+        elif name == "AUTH" and self.phase != AUTH:
+            expected = Nack(cid, 400, "HELLO not performed" if self.phase == HELLO else "already authenticated")
+        elif name in ("HELLO", "AUTH") or self.phase == READY:
+            expected = Nack(cid, 400, f"invalid {name} payload")
+        else:
+            expected = Nack(cid, 401, "unauthenticated")
+        answers = self._exchange(wire, kind=MALFORMED)
+        assert answers == [expected], f"malformed {name} payload: expected {[expected]}, got {answers}"
+
+    @rule(cid=cids, type_byte=UNKNOWN_TYPES)
+    def unknown_type(self, cid, type_byte):
+        """An unknown frame type, on a probe in the machine's phase: the connection is closed,
+        without an answer (BLIP-FRAME-006)."""
+        self.reached[(self.phase, UNKNOWN)] += 1
+        steps = {HELLO: 0, AUTH: 1, READY: 2}[self.phase]
+        answers, closed = self.driver.probe(steps, codec.encode_raw(type_byte, cid))
+        assert answers == [] and closed, \
+            f"frame type {type_byte:#04x} in phase {self.phase}: got {answers}, " \
+            f"{'closed' if closed else 'still open'} (expected no answer and the connection closed)"
 
     @invariant()
     def connection_open(self):

@@ -18,7 +18,10 @@ the machine may ask for in the ``sharpmessaging`` profile; None: the default, 50
 -> sequence number``, ``subscribe``, ``ack``, ``collect(slot, errors) -> frames``,
 ``advance(seconds) -> now`` (in memory), ``settle(slot)`` (over the wire: wait until the
 broker has acked every SEND of ``slot``), ``drop(slot)``, ``deadline(slot)`` (in memory),
-``close()``.
+``probe(phase, wire) -> (frames, closed)`` (a new connection brought to ``phase``, then
+``wire`` on it, read until the close), ``destination(name)`` (the name on the wire),
+``first_sequence`` (None: the machine's draw; else the broker's own), ``close()``.
+:class:`TargetDriver` is :class:`WireDriver` against any target (``--target``).
 """
 from __future__ import annotations
 
@@ -38,6 +41,10 @@ from reference_impl.micromessage2.session import MM2Session, SessionConfig
 from reference_impl.micromessage2.state import BrokerState
 from reference_impl.micromessage2.syntax import Extension, parse_extensions
 from reference_impl.micromessage2.window import next_sequence
+
+AWAIT_OFFER, AWAIT_FINAL, OPEN = "await-offer", "await-final", "open"
+#: The probe connection's offer: no extensions, which every server accepts.
+PROBE_OFFER = Handshake("wirecheck-probe", (), ())
 
 #: The barrier: a command no server knows; its ERROR is the last answer of an exchange.
 BARRIER = "x-wirecheck-barrier"
@@ -89,6 +96,7 @@ class SessionDriver:
 
     exact = True
     clock_control = True
+    first_sequence = None
     #: Binary fractions, so that ``now + delay`` is exact and the model's deadlines are the
     #: session's to the bit.
     ack_delay = 0.25
@@ -173,6 +181,29 @@ class SessionDriver:
     def drop(self, slot: int) -> None:
         self.peers[slot].session.connection_lost()
 
+    @staticmethod
+    def destination(name: str) -> str:
+        return name
+
+    def probe(self, phase: str, wire: bytes) -> tuple[list, bool]:
+        """A new session over the same state, brought to ``phase``, then ``wire``:
+        (its answers, closed)."""
+        session = MM2Session(self.state, self.config)
+        decoder = codec.make_decoder(origin="server", profile=self.profile)
+
+        def feed(data: bytes) -> list:
+            return decoder.feed(b"".join(session.receive(data, self.now)))
+        try:
+            if phase != AWAIT_OFFER:
+                [reply] = feed(codec.encode(PROBE_OFFER))
+                if phase == OPEN:
+                    assert feed(codec.encode(final_handshake(PROBE_OFFER, reply, ()))) == []
+            answers = feed(wire)
+            return answers, session.closed
+        finally:
+            if not session.closed:
+                session.connection_lost()
+
     def close(self) -> None:
         for peer in self.peers:
             if not peer.session.closed:
@@ -219,6 +250,7 @@ class WireDriver:
 
     exact = False                  # acks of SENDs come when the broker's timer fires
     clock_control = False
+    first_sequence = None
     # Short delays: ``settle`` waits for the broker's delayed acks. The real server's 500 ms
     # (its default AckExpireTime, and the one it suggests) is run in memory.
     ack_delay = 0.03
@@ -254,8 +286,9 @@ class WireDriver:
             raise AssertionError(f"timed out: {what}") from None
 
     def open(self, slot: int, terms) -> tuple[str, ...]:
+        host, port = self._address()
         client = self._run(_RecordingClient.connect(
-            "127.0.0.1", self.broker.port, identity=f"machine-{slot}", required=terms.required,
+            host, port, identity=f"machine-{slot}", required=terms.required,
             optional=terms.optional, accept=terms.accept, timeout=self.timeout, auto_ack=False,
             profile=self.profile, first_sequence=self.first_send), f"the handshake of connection {slot}")
         if slot == len(self.clients):
@@ -326,6 +359,47 @@ class WireDriver:
             raise AssertionError(f"the broker did not close connection {slot} after its EOF") from None
         await client.close()
 
+    @staticmethod
+    def destination(name: str) -> str:
+        return name
+
+    def _address(self) -> tuple[str, int]:
+        return "127.0.0.1", self.broker.port
+
+    def probe(self, phase: str, wire: bytes) -> tuple[list, bool]:
+        return self._run(self._probe(phase, wire), f"a probe connection in phase {phase}")
+
+    async def _probe(self, phase: str, wire: bytes) -> tuple[list, bool]:
+        host, port = self._address()
+        reader, writer = await asyncio.open_connection(host, port)
+        decoder = codec.make_decoder(origin="server", profile=self.profile)
+        got: list = []
+
+        async def read() -> bool:
+            data = await asyncio.wait_for(reader.read(65536), self.timeout)
+            got.extend(decoder.feed(data))
+            return bool(data)
+        try:
+            if phase != AWAIT_OFFER:
+                writer.write(codec.encode(PROBE_OFFER))
+                while not got and await read():
+                    pass
+                assert len(got) == 1 and isinstance(got[0], Handshake), f"probe: the reply to the offer: {got}"
+                if phase == OPEN:
+                    writer.write(codec.encode(final_handshake(PROBE_OFFER, got[0], ())))
+                got.clear()
+            writer.write(wire)
+            try:
+                while await read():           # until the broker closes (bounded: the timeout)
+                    pass
+            except TimeoutError:
+                return got, False
+            except ConnectionError:
+                pass
+            return got, True
+        finally:
+            writer.close()
+
     def deadline(self, slot: int) -> Optional[float]:
         raise AssertionError("the broker's deadlines are not visible over the wire")
 
@@ -337,5 +411,46 @@ class WireDriver:
             for client in self.clients:
                 self._run(client.close(), "closing a client")
             self._run(self.broker.stop(), "stopping the reference broker")
+        finally:
+            self.loop.close()
+
+
+class TargetDriver(WireDriver):
+    """:class:`WireDriver` against a target at ``host:port`` (the suite's ``--target``): its
+    MESSAGE sequence numbers start at 1 ("MESSAGE" sequence number), its ack delays are its
+    own, and destinations carry ``prefix`` (unique per machine run: runs share the target)."""
+
+    first_sequence = 1
+    expire_choices = (None,)               # the target's own AckExpireTime (sharpmessaging)
+    suggested_expire = 500                 # the real server's suggestion (SPEC_NOTES)
+
+    def __init__(self, host: str, port: int, profile: str, first_send: int, prefix: str,
+                 timeout: float = 5.0) -> None:
+        self.profile = profile
+        self.first_send = first_send
+        self.timeout = timeout
+        self.host, self.port, self.prefix = host, port, prefix
+        self.loop = asyncio.new_event_loop()
+        self.clients = []
+        self.broker = None
+
+    def destination(self, name: str) -> str:
+        topic = name.startswith("topic/")
+        bare = name[len("topic/"):] if topic else name
+        return ("topic/" if topic else "") + f"{self.prefix}-{bare}"
+
+    def _address(self) -> tuple[str, int]:
+        return self.host, self.port
+
+    def publish(self, slot: int, destination: str, payload: bytes) -> int:
+        return super().publish(slot, self.destination(destination), payload)
+
+    def subscribe(self, slot: int, destination: str) -> None:
+        super().subscribe(slot, self.destination(destination))
+
+    def close(self) -> None:
+        try:
+            for client in self.clients:
+                self._run(client.close(), "closing a client")
         finally:
             self.loop.close()

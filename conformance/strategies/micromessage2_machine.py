@@ -41,12 +41,18 @@ broker's delayed acks, and the broker's ack delay is short.
 
 The machine draws slots and positions as integers taken modulo what exists: no rule filters or
 assumes.
+
+Coverage: :data:`MATRIX` is every (connection phase x client frame) pair; each frame the
+machine sends is counted in ``WindowMachine.reached`` (barriers included: an unknown COMMAND
+whose ERROR is checked). The handshake frames are sent by the drivers' ``open``; a malformed
+frame (in every phase) and an ERROR frame from the client end the connection, so they are sent
+on *probes*: a new connection brought to the phase (``driver.probe``).
 """
 from __future__ import annotations
 
 import itertools
 import struct
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -56,7 +62,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from reference_impl.micromessage2 import codec
 from reference_impl.micromessage2.codec import Error, ExtensionFrame, Message
 
-from .micromessage2_drivers import SessionDriver
+from .micromessage2_drivers import AWAIT_FINAL, AWAIT_OFFER, OPEN, SessionDriver
+from .state_matrix import MALFORMED, Matrix, excluding
 
 CONNECTIONS = 3
 TOPICS = ("topic/a", "topic/b")
@@ -69,6 +76,26 @@ DEFAULT_WINDOW = 10                   # "batch-ack": "the default count is 10"
 FIRST_SEQUENCES = st.one_of(st.integers(SEQUENCE_MAX - 4, SEQUENCE_MAX), st.just(1))
 _SEQ = struct.Struct(">H")
 _ANY = st.integers(0, 2**16 - 1)      # an index, taken modulo the choices that exist
+
+
+FRAMES = ("HANDSHAKE", "MESSAGE", "COMMAND", "EXTENSION", "ERROR", MALFORMED)
+MATRIX = Matrix("micromessage2", (AWAIT_OFFER, AWAIT_FINAL, OPEN), FRAMES, {
+    **excluding((AWAIT_OFFER, AWAIT_FINAL), ("MESSAGE", "COMMAND", "EXTENSION", "ERROR"),
+                "impossible: the first two frames are handshake frames by position (a handshake "
+                "has no flags byte), so the bytes of any other frame there are a malformed "
+                "handshake: the 'malformed' column"),
+    (OPEN, "HANDSHAKE"): "impossible: after the handshake its bytes are read as a frame whose "
+                         "flags byte is the major version (1 = COMMAND): a COMMAND or 'malformed'",
+})
+# No "unknown type" column: frames are typed by flag bits, and an undefined bit is 'malformed'.
+# Not a state of the matrix: "closed" (after an ERROR either way, or a refused handshake).
+#: A probe's frame per (phase, kind) -> what ends the connection. An offer / final handshake
+#: whose identity is not ASCII ("Handshake": identity), a frame with the undefined flag bit
+#: 0x20, the client's ERROR ("ERROR").
+PROBES = {(AWAIT_OFFER, MALFORMED): bytes.fromhex("01000002fffe00000000"),
+          (AWAIT_FINAL, MALFORMED): bytes.fromhex("01000002fffe00000000"),
+          (OPEN, MALFORMED): bytes.fromhex("200000"),
+          (OPEN, "ERROR"): codec.encode(Error("wirecheck probe: giving up"))}
 
 
 def after(seq: int) -> int:
@@ -178,6 +205,8 @@ class WindowMachine(RuleBasedStateMachine):
     sequence, first SEND sequence)``: a driver (default: in memory)."""
 
     profile = "document"
+    #: Send the probes (SHOULD-level readings: MM2-FRAME-003, MM2-ERR-002).
+    probes = True
 
     def __init__(self, make_driver=None) -> None:
         super().__init__()
@@ -187,6 +216,9 @@ class WindowMachine(RuleBasedStateMachine):
         self.waiting: dict[str, deque] = {q: deque() for q in QUEUES}
         self.messages: dict[bytes, Msg] = {}
         self._numbers = itertools.count(1)
+
+    #: (phase, frame) -> frames sent (see :data:`MATRIX`); a subclass may have its own.
+    reached: Counter = Counter()
 
     def teardown(self) -> None:
         if self.driver is not None:
@@ -198,6 +230,8 @@ class WindowMachine(RuleBasedStateMachine):
         return terms(self.profile, self.driver.expire_choices, self.driver.suggested_expire)
 
     def _open(self, slot: int, terms: Terms) -> None:
+        self.reached[(AWAIT_OFFER, "HANDSHAKE")] += 1
+        self.reached[(AWAIT_FINAL, "HANDSHAKE")] += 1
         names = self.driver.open(slot, terms)
         assert names == terms.names, f"the final handshake has {names}, the model {terms.names}"
         conn = Conn(terms, last_pushed=self.first - 1, last_send=self.first_send - 1)
@@ -215,6 +249,7 @@ class WindowMachine(RuleBasedStateMachine):
         that short runs already have somewhere to deliver)."""
         self.first, self.first_send = first, first_send
         self.driver = self.make_driver(first, first_send)
+        self.first = self.driver.first_sequence or first     # a target's own (1)
         for slot in range(CONNECTIONS):
             self._open(slot, data.draw(self._terms(), label=f"terms {slot}"))
         for slot, dest in subscriptions:
@@ -227,6 +262,7 @@ class WindowMachine(RuleBasedStateMachine):
             conn.topics[dest] = deque()
         else:
             conn.queues.append(dest)
+        self.reached[(OPEN, "COMMAND")] += 1
         self.driver.subscribe(slot, dest)
 
     def _unsubscribed(self) -> list:
@@ -273,6 +309,7 @@ class WindowMachine(RuleBasedStateMachine):
                     conn.inbox, conn.due = 0, None
                 elif conn.due is None and self.driver.clock_control:
                     conn.due = self.driver.now + (conn.terms.delay or self.driver.ack_delay)
+            self.reached[(OPEN, "MESSAGE")] += 1
             seq = self.driver.publish(slot, dest, msg.payload)
             assert seq == conn.last_send, f"the client sent SEND {seq}, the model counts {conn.last_send}"
         self._step(slot)
@@ -289,6 +326,7 @@ class WindowMachine(RuleBasedStateMachine):
         seq = conn.outstanding[k][0]
         for _ in range(k + 1):
             conn.outstanding.popleft()
+        self.reached[(OPEN, "EXTENSION")] += 1
         self.driver.ack(slot, seq)
         self._step(slot)
 
@@ -307,6 +345,7 @@ class WindowMachine(RuleBasedStateMachine):
         else:
             seq = 0
         conn.expect_errors += 1
+        self.reached[(OPEN, "EXTENSION")] += 1
         self.driver.ack(slot, seq)
         self._step(slot)
 
@@ -366,12 +405,28 @@ class WindowMachine(RuleBasedStateMachine):
                 self._subscribe(slot, dest)
             self._step(slot)
 
+    @precondition(lambda self: self.probes)
+    @rule()
+    def probe(self):
+        """Every probe of :data:`PROBES`, each on a new connection: a malformed frame, in any
+        phase, gets an ERROR frame and the connection ends ("ERROR": the stream cannot be
+        trusted); an ERROR from the client ends it with no answer. The machine's connections
+        and model are untouched."""
+        for (phase, kind), wire in PROBES.items():
+            self.reached[(phase, kind)] += 1
+            frames, closed = self.driver.probe(phase, wire)
+            want = [] if kind == "ERROR" else [Error]
+            assert closed and [type(f) for f in frames] == want, \
+                f"{kind} on a connection in phase {phase}: got {_short(frames)} " \
+                f"({'closed' if closed else 'open'}), expected {[w.__name__ for w in want]} and the close"
+
     # -- checking ----------------------------------------------------------------------------------
 
     def _step(self, acting: Optional[int]) -> None:
         """A barrier on the acting connection first (the broker has then handled its frames,
         deliveries to the others included), then on every other one; then the checks."""
         order = ([acting] if acting is not None else []) + [s for s in range(CONNECTIONS) if s != acting]
+        self.reached[(OPEN, "COMMAND")] += len(order)              # the barriers
         got = {s: self.driver.collect(s, self.conns[s].expect_errors) for s in order}
         handed: dict[str, list] = {q: [] for q in QUEUES}
         for slot in order:
@@ -420,7 +475,8 @@ class WindowMachine(RuleBasedStateMachine):
         conn.last_pushed = want
         msg = self.messages.get(frame.payload)
         assert msg is not None, f"{what}: never published"
-        assert (frame.destination, frame.properties) == (msg.destination, ()), f"{what}: not as published"
+        assert (frame.destination, frame.properties) == (self.driver.destination(msg.destination), ()), \
+            f"{what}: not as published"
         if conn.window is not None:
             assert len(conn.outstanding) < conn.window, \
                 f"{what}: {len(conn.outstanding)} un-acked already, window {conn.window}"

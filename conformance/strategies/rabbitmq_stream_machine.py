@@ -43,6 +43,13 @@ subscribes by timestamp. Publishing ids start at 1 and increase per publisher, a
 deduplicating client's do; re-sending old ids under a reference is deduplicated (confirmed,
 not stored).
 
+Coverage: :data:`MATRIX` is every (phase x client command of the document) pair; each frame
+a rule sends is counted in ``StreamMachine.reached`` under the phase it was sent in (the
+barrier Metadata included: its answer is checked). Frames out of the handshake's order, and
+those that end the connection (an unknown key, a malformed frame, Close, a handshake command
+after Open), are sent on *probes*: a new connection the driver brings to a phase, sends one
+frame on, and drops (``driver.probe``).
+
 ``should`` (set by subclasses): also check what only SPEC_NOTES.md says (SHOULD-level):
 PreconditionFailed (17) for a second Create with other arguments, a second DeclarePublisher
 with a publisher id in use or a reference held on the stream; deduplication; sub-batches;
@@ -57,16 +64,18 @@ from collections import Counter
 
 from hypothesis import strategies as st
 from hypothesis.stateful import (Bundle, RuleBasedStateMachine, initialize, invariant,
-                                 multiple, rule)
+                                 multiple, precondition, rule)
 
 from reference_impl.rabbitmq_stream import codec
 from reference_impl.rabbitmq_stream.chunk import ChunkType, SubBatchEntry
 from reference_impl.rabbitmq_stream.codec import PublishedMessage
 from reference_impl.rabbitmq_stream.constants import Code, Compression, Key, OffsetType
 
-from .rabbitmq_stream_drivers import BARRIER_BASE, STREAM_NAMES, SessionDriver
+from .rabbitmq_stream_drivers import (AFTER_SASL_HANDSHAKE, BARRIER_BASE, HANDSHAKE, OPEN, OPENING, PHASES, PROBE_STREAM,
+                                      STREAM_NAMES, TUNING, SessionDriver, probe_frame)
 from .rabbitmq_stream_model import (ModelPublisher, ModelStream, ModelSubscription, Want,
                                     answer_key, exactly, one_of)
+from .state_matrix import MALFORMED, UNKNOWN, Matrix
 
 cids = st.integers(0, BARRIER_BASE - 16)     # the handshake uses cid .. cid + 4
 #: Create arguments: none, or a retention the machine never reaches. Every value is one the
@@ -82,6 +91,20 @@ REFERENCES = ("", "ref-a", "ref-b")       # "" = no deduplication
 #: offset) like any other.
 OFFSET_REFERENCES = ("ref-a", "ref-b")
 
+#: The document's client-to-server commands (its keys 1-25 less the server's 3, 4, 8, 16).
+#: Keys 26-30 are newer than the document: ExchangeCommandVersions, sent by the SHOULD-level
+#: machine, is not counted.
+COMMANDS = ("DeclarePublisher", "Publish", "QueryPublisherSequence", "DeletePublisher", "Subscribe",
+            "Credit", "StoreOffset", "QueryOffset", "Unsubscribe", "Create", "Delete", "Metadata",
+            "PeerProperties", "SaslHandshake", "SaslAuthenticate", "Tune", "Open", "Close",
+            "Heartbeat", "Route", "Partitions")
+MATRIX = Matrix("rabbitmq-stream", PHASES, COMMANDS + (UNKNOWN, MALFORMED))
+# Not a state of the matrix: "closed" (after Close, a refused handshake or a protocol error the
+# server has ended the connection; nothing sent afterwards is read).
+HANDSHAKE_COMMANDS = ("PeerProperties", "SaslHandshake", "SaslAuthenticate", "Tune", "Open")
+#: The handshake's own order: (phase, command) -> the answers it gets.
+IN_ORDER = {(HANDSHAKE, "PeerProperties"): 1, (HANDSHAKE, "SaslHandshake"): 1,
+            (HANDSHAKE, "SaslAuthenticate"): 2, (TUNING, "Tune"): 0, (OPENING, "Open"): 1}
 records = st.binary(max_size=16)
 #: A message body, or a sub-batch of 1-3 records (uncompressed or gzip) spanning 1-3 offsets.
 bodies = records | st.builds(SubBatchEntry.of, st.lists(records, min_size=1, max_size=3),
@@ -121,6 +144,15 @@ class StreamMachine(RuleBasedStateMachine):
         #: MetadataUpdates that may come, once each, for these (wire) stream names.
         self._may_update: Counter = Counter()
 
+    #: (phase, command) -> frames sent (see :data:`MATRIX`); a subclass may have its own.
+    reached: Counter = Counter()
+    #: Commands per probe step (None: a whole row of the matrix, as in memory).
+    probe_sweep: int | None = None
+
+    def _record(self, phase: str, name: str) -> None:
+        if name in MATRIX.frames:
+            self.reached[(phase, name)] += 1
+
     def teardown(self) -> None:
         self.driver.close()
 
@@ -143,6 +175,8 @@ class StreamMachine(RuleBasedStateMachine):
             return not self._missing()
 
         what = ", ".join(type(f).__name__ for f in frames)
+        for f in frames + ("Metadata",):                 # the barrier's Metadata is checked too
+            self._record(OPEN, f if isinstance(f, str) else type(f).__name__)
         answers = self.driver.exchange([codec.encode(f) for f in frames], True,
                                        tuple(self.names.values()), settle)
         settle(answers)
@@ -321,6 +355,10 @@ class StreamMachine(RuleBasedStateMachine):
         def answers(frame, count: int) -> list:
             return d.exchange([codec.encode(frame)], False, (), lambda got: len(got) >= count)
 
+        for name in ("PeerProperties", "SaslHandshake", "SaslAuthenticate"):
+            self._record(HANDSHAKE, name)
+        self._record(TUNING, "Tune")
+        self._record(OPENING, "Open")
         got = answers(codec.PeerProperties(cid, {"product": "machine"}), 1)
         assert len(got) == 1 and isinstance(got[0], codec.PeerPropertiesResponse), got
         assert (got[0].correlation_id, got[0].code) == (cid, Code.OK), got
@@ -356,6 +394,79 @@ class StreamMachine(RuleBasedStateMachine):
     def heartbeat_and_metadata(self):
         """A Heartbeat gets no answer; the barrier's Metadata is checked on every step."""
         self._exchange(codec.Heartbeat())
+
+    @rule(cid=cids, which=st.sampled_from(("Route", "Partitions")))
+    def route_unknown_super_stream(self, cid, which):
+        """Route / Partitions of a super stream that does not exist: code 2 and no streams
+        (RMQS-PART-001; for Route RMQS-ROUTE-002 is SHOULD: without ``should`` one response)."""
+        if which == "Route":
+            frame, kind = codec.Route(cid, "key", PROBE_STREAM), codec.RouteResponse
+        else:
+            frame, kind = codec.Partitions(cid, PROBE_STREAM), codec.PartitionsResponse
+        if not self.should and which == "Route":    # one response (ROUTE-001); its content is SHOULD
+            return self._exchange(frame, wants=[Want(("cid", cid), lambda f: isinstance(f, kind),
+                                                     f"expected {kind.__name__}({cid})")])
+        self._exchange(frame, wants=[Want(
+            ("cid", cid), lambda f: isinstance(f, kind) and f.code == Code.STREAM_DOES_NOT_EXIST and not f.streams,
+            f"expected {kind.__name__}({cid}) with code 2 and no streams")])
+
+    @precondition(lambda self: getattr(self.driver, "probe", None) is not None)
+    @rule(phase=st.sampled_from(PHASES), first=st.integers(0, 2**16))
+    def probe(self, phase, first):
+        """Commands of one row of the matrix, each on a new connection brought to ``phase``
+        (all of them, or ``probe_sweep`` from ``first`` on):
+
+        - in the handshake's order: answered (RMQS-HS-001..005); out of it (``should``):
+          PeerProperties and SaslHandshake are answered in any phase before Open, a second
+          SaslAuthenticate, a Tune or an Open out of turn end the connection (SPEC_NOTES.md);
+        - before Open, any other command, an unknown key: not answered (or Close(13)), the
+          connection ends (RMQS-HS-006); a malformed frame too (``should``, RMQS-FRAME-013);
+        - after Open: Close gets CloseResponse(1) and the end (RMQS-CLOSE-001); an unknown key
+          Close(13) and the end (RMQS-FRAME-009); with ``should``, a malformed frame (-FRAME-013)
+          and a handshake command (-HS-014) too. The other commands are the machine's rules.
+        """
+        kinds = self._probe_kinds(phase)
+        if self.probe_sweep is not None:
+            kinds = (kinds * 2)[first % len(kinds):][:self.probe_sweep]
+        for kind in kinds:
+            self._probe(phase, kind)
+
+    def _probe_kinds(self, phase: str) -> list:
+        if phase == OPEN:
+            return ["Close", UNKNOWN] + ([MALFORMED, *HANDSHAKE_COMMANDS] if self.should else [])
+        out = [k for k in MATRIX.frames if k not in HANDSHAKE_COMMANDS and k != MALFORMED]
+        out += [k for k in HANDSHAKE_COMMANDS if (phase, k) in IN_ORDER or self.should]
+        return out + ([MALFORMED] if self.should else [])
+
+    def _probe(self, phase: str, kind: str) -> None:
+        d = self.driver
+        cid = 77
+        count = IN_ORDER.get((phase, kind))
+        if count is None and kind in ("PeerProperties", "SaslHandshake") and phase != OPEN:
+            count = 1                                     # answered before Open (SPEC_NOTES.md)
+        closes = count is None
+        self._record(phase, kind)
+        after = {(HANDSHAKE, "SaslAuthenticate"): TUNING, (TUNING, "Tune"): OPENING,
+                 (OPENING, "Open"): OPEN}.get((phase, kind), phase)
+        if kind == "SaslHandshake" and phase != OPEN:
+            after = AFTER_SASL_HANDSHAKE                  # the barrier must suit the SASL step
+        answers, closed = d.probe(phase, probe_frame(kind, cid, d.user, d.password, d.vhost), closes, after)
+        what = f"{kind} on a connection in phase {phase}: got {answers} ({'closed' if closed else 'open'})"
+        if not closes:
+            assert not closed and len(answers) == count, f"{what}, expected {count} answer(s), open"
+            codes = [getattr(f, "code", Code.OK) for f in answers]
+            assert all(c == Code.OK for c in codes) and all(
+                getattr(f, "correlation_id", cid) == cid for f in answers), f"{what}: not code 1"
+            return
+        assert closed, f"{what}: the connection must end"
+        if phase == OPEN and kind == "Close":
+            assert answers == [codec.CloseResponse(cid, Code.OK)], f"{what}, expected CloseResponse({cid}, 1)"
+        elif phase == OPEN and (kind == UNKNOWN or self.should):
+            assert [(type(f), getattr(f, "code", None)) for f in answers] == [(codec.Close, Code.UNKNOWN_FRAME)], \
+                f"{what}, expected Close(13)"
+        else:
+            assert all(isinstance(f, codec.Close) and f.code == Code.UNKNOWN_FRAME for f in answers), \
+                f"{what}, expected no answer (or Close(13))"
 
     # -- streams ---------------------------------------------------------------------------------
 

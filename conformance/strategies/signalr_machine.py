@@ -12,25 +12,85 @@ a time). :class:`SessionDriver` runs the reference :class:`HubSession` in memory
 :class:`WireDriver` speaks to a target over a suite connection.
 
 Uploads (client streams) travel in a Bundle; no rule filters.
+
+Coverage: :data:`MATRIX` (``v1``) and :data:`DRAFT_MATRIX` are every (phase x client message
+type) pair; each message a rule sends is counted in ``HubMachine.reached`` under the phase it
+was sent in (the Echo barriers are not). Messages before the handshake, and those that end the
+connection (Close, a malformed record, a second handshake; an unknown type in the draft), are
+sent on *probes*: a fresh connection the driver opens (past the handshake, for ``open``) and
+drops (``driver.probe``).
 """
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initialize, rule
 
 from reference_impl.signalr import codec
-from reference_impl.signalr.messages import (CancelInvocation, Completion, HandshakeRequest,
-                                             HandshakeResponse, Invocation, Ping, StreamCompletion,
-                                             StreamInvocation, StreamItem)
+from reference_impl.signalr.messages import (Ack, CancelInvocation, Close, Completion,
+                                             HandshakeRequest, HandshakeResponse, Invocation, Ping,
+                                             Sequence, StreamCompletion, StreamInvocation, StreamItem)
 from reference_impl.signalr.session import HubConfig, HubSession
+
+from .state_matrix import MALFORMED, UNKNOWN, Matrix, excluding
 
 TEXT = st.text(max_size=12)
 SMALL = st.integers(-1000, 1000)
 VALUES = st.recursive(st.none() | st.booleans() | SMALL | TEXT,
                       lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
                       max_leaves=6)
+
+
+AWAIT_HANDSHAKE, OPEN = "await-handshake", "open"
+HANDSHAKE = "HandshakeRequest"
+_V1_TYPES = ("Invocation", "StreamInvocation", "StreamItem", "Completion", "CancelInvocation",
+             "Ping", "Close", "Ack", "Sequence")
+MATRIX = Matrix("signalr", (AWAIT_HANDSHAKE, OPEN), (HANDSHAKE,) + _V1_TYPES + (UNKNOWN, MALFORMED))
+#: The draft document: types 1-5 (its client sends no StreamItem or Completion: it has no
+#: client-to-server streams, and StreamCompletion is server-to-client).
+DRAFT_MATRIX = Matrix(
+    "signalr (draft)", (AWAIT_HANDSHAKE, OPEN), (HANDSHAKE,) + _V1_TYPES + (UNKNOWN, MALFORMED),
+    {**excluding((AWAIT_HANDSHAKE, OPEN), ("StreamInvocation", "Ping", "Close", "Ack", "Sequence"),
+                 "not a message of the draft (types 6-9 and StreamInvocation are v1, SPEC_NOTES.md)"),
+     **excluding((AWAIT_HANDSHAKE, OPEN), ("StreamItem", "Completion"),
+                 "the draft has no client-to-server streams: its client sends neither")})
+# Not a state of the matrices: "closed" (after a Close, a failed handshake or a protocol error
+# the server has closed the connection; nothing sent afterwards is read).
+PROBE_KINDS = (HANDSHAKE,) + _V1_TYPES + (UNKNOWN, MALFORMED)
+#: Before the handshake the connection speaks JSON text records whatever the hub protocol.
+_SAMPLES = {
+    "Invocation": Invocation("Echo", ["x"], "probe-1"),
+    "StreamInvocation": StreamInvocation("probe-1", "Counter", [1, 0]),
+    "StreamItem": StreamItem("probe-1", 1), "Completion": Completion("probe-1"),
+    "CancelInvocation": CancelInvocation("probe-1"), "Ping": Ping(), "Close": Close(),
+    "Ack": Ack(1), "Sequence": Sequence(1)}
+#: A type number no message has, and a record that is no message, per encoding.
+UNKNOWN_RECORDS = {"json": b'{"type":99}\x1e', "messagepack": b"\x02\x91\x63"}
+MALFORMED_RECORDS = {"json": b"{not json\x1e", "messagepack": b"\x01\xc1"}
+
+
+def matrix_for(profile: str, encoding: str) -> Matrix:
+    """The matrix of one configuration of the machine."""
+    base = DRAFT_MATRIX if profile == "draft" else MATRIX
+    if encoding != "messagepack":
+        return base
+    return Matrix(base.protocol + " messagepack", base.states, base.frames, {
+        **base.excluded, (OPEN, HANDSHAKE):
+            "a JSON handshake record read as MessagePack starts with a VarInt length of 123 ('{'): "
+            "the server waits for the rest, there is nothing to observe"})
+
+
+def sample(kind: str, encoding: str, profile: str) -> bytes:
+    """The bytes of one message of ``kind`` in ``encoding``."""
+    if kind == HANDSHAKE:
+        return codec.encode(HandshakeRequest(encoding, None if profile == "draft" else 1))
+    if kind == UNKNOWN:
+        return UNKNOWN_RECORDS[encoding]
+    if kind == MALFORMED:
+        return MALFORMED_RECORDS[encoding]
+    return codec.encode(_SAMPLES[kind], encoding, "v1")
 
 
 def split_at_barrier(answers: list, barrier_id: str, token: str):
@@ -73,6 +133,27 @@ class SessionDriver:
         answers = [m for m in self._feed(wire) if not isinstance(m, Ping)]
         return split_at_barrier(answers, barrier.invocation_id, token)
 
+    def probe(self, handshake: bool, wire: bytes) -> tuple[list, bool]:
+        """A fresh session, past the handshake with ``handshake``: ``wire`` (then, past the
+        handshake, an Echo barrier); (the answers before the barrier's, closed)."""
+        session = HubSession(HubConfig(profile=self.profile))
+        decoder = codec.Decoder(origin="server", protocol=self.encoding, profile=self.profile)
+
+        def feed(data: bytes) -> list:
+            return [m for out in session.receive(data, self.now) for m in decoder.feed(out)]
+        try:
+            token = f"p{next(self._barriers)}"
+            barrier = Invocation("Echo", [token], f"barrier-{token}")
+            if handshake:
+                feed(sample(HANDSHAKE, self.encoding, self.profile))
+                wire += codec.encode(barrier, self.encoding, self.profile)
+            answers = [m for m in feed(wire) if not isinstance(m, Ping)]
+            if session.closed or not handshake:
+                return answers, session.closed
+            return split_at_barrier(answers, barrier.invocation_id, token), False
+        finally:
+            session.connection_lost()
+
 
 class WireDriver:
     """A target over one suite connection (past the handshake); ``sig`` is the suite's helper."""
@@ -101,6 +182,28 @@ class WireDriver:
             if len(answers) > len(messages) + self.max_answers:
                 raise TargetError(f"{len(answers)} answers to {len(messages)} messages and no barrier")
 
+    def probe(self, handshake: bool, wire: bytes) -> tuple[list, bool]:
+        """As :meth:`SessionDriver.probe`, on a new connection. Before the handshake there is
+        no barrier: the machine probes there only what must close the connection."""
+        from conformance.target import TargetClosed, TargetError
+        conn = self.sig.connect(name="probe") if handshake else self.sig.open(name="probe")
+        token = f"p{next(self._barriers)}-{self.sig.new_id()}"
+        barrier = Invocation("Echo", [token], f"barrier-{token}")
+        answers: list = []
+        try:
+            conn.send(wire, *([barrier] if handshake else []))
+            while True:
+                message = self.sig.recv(conn, "the close, or answers then the barrier")
+                if isinstance(message, Completion) and message.invocation_id == barrier.invocation_id:
+                    return split_at_barrier(answers + [message], barrier.invocation_id, token), False
+                answers.append(message)
+                if len(answers) > self.max_answers:
+                    raise TargetError(f"{len(answers)} answers to one message and no barrier")
+        except TargetClosed:
+            return answers, True
+        finally:
+            conn.close()
+
 
 def _any_error(message):
     if isinstance(message, (Completion, StreamCompletion)) and message.error:
@@ -128,11 +231,21 @@ class HubMachine(RuleBasedStateMachine):
     def new_id(self) -> str:
         return f"m{next(self._ids)}"
 
+    #: Also check the SHOULD-level v1 rules (SPEC_NOTES.md): Ack, Sequence and unknown types
+    #: ignored (SIGR-V1-004, -006), a Close with the error before a protocol error's close
+    #: (SIGR-V1-005). Without it those are not sent, and the Close is optional.
+    should = True
+
     #: Compare error texts exactly (the reference hub's, ASP.NET Core's wording); a target under
     #: test only has to send *an* error where one is due.
     exact_errors = True
 
-    def expect(self, sent: list, want: list) -> None:
+    #: (phase, message type) -> messages sent (see :data:`MATRIX`); a subclass may have its own.
+    reached: Counter = Counter()
+
+    def expect(self, sent: list, want: list, kind: str | None = None) -> None:
+        for m in sent:
+            self.reached[(OPEN, kind or type(m).__name__)] += 1
         got = self.driver.exchange(sent)
         if not self.exact_errors:
             got, want = [_any_error(m) for m in got], [_any_error(m) for m in want]
@@ -142,6 +255,8 @@ class HubMachine(RuleBasedStateMachine):
 
     @initialize()
     def start(self) -> None:
+        """The driver's connection is past the handshake (``{}`` checked, v1)."""
+        self.reached[(AWAIT_HANDSHAKE, HANDSHAKE)] += 1
         assert not self.driver.closed
 
     @rule(text=TEXT)
@@ -257,6 +372,57 @@ class HubMachine(RuleBasedStateMachine):
             return
         iid = data.draw(st.sampled_from(self.finished))
         self.expect([Invocation("Echo", ["again"], iid)], [Completion.with_result(iid, "again")])
+
+    # -- the other (phase, message type) pairs --------------------------------------------------
+
+    @rule(kind=st.sampled_from(("Ack", "Sequence", UNKNOWN)), n=st.integers(1, 2**31 - 1))
+    def ignored(self, kind, n):
+        """v1: Ack and Sequence (stateful reconnect, which the hub does not offer) and a type it
+        does not know are ignored, and the connection stays open (SIGR-ERR-003's "ignore")."""
+        if self.draft or not self.should:
+            return
+        if kind == UNKNOWN:
+            self.expect([UNKNOWN_RECORDS[self.driver.encoding]], [], kind=UNKNOWN)
+        else:
+            self.expect([Ack(n) if kind == "Ack" else Sequence(n)], [])
+
+    def _probe_kinds(self, handshake: bool) -> list:
+        """What a probe sends before the handshake, and past it (only what ends the connection)."""
+        matrix = matrix_for(self.driver.profile, self.driver.encoding)
+        if not handshake:
+            return [k for k in PROBE_KINDS if k != HANDSHAKE and (AWAIT_HANDSHAKE, k) not in matrix.excluded]
+        closing = (HANDSHAKE, MALFORMED) + ((UNKNOWN,) if self.draft else ("Close",))
+        return [k for k in closing if (OPEN, k) not in matrix.excluded]
+
+    @rule(handshake=st.booleans())
+    def probe(self, handshake):
+        """Every kind of :meth:`_probe_kinds` (a row of the matrix), each on a fresh connection
+        of its own. Before the handshake (in JSON,
+        which the connection speaks until then) anything but a HandshakeRequest fails the
+        handshake: ``{"error": ...}`` (v1; the draft sends nothing) and the close. Past it, only
+        what ends the connection is probed (the machine's connection sends the rest): a second
+        HandshakeRequest, a malformed record, an unknown type (draft): a Close with an error (v1;
+        the draft just closes) and the close; Close (v1): the close, no answer."""
+        for kind in self._probe_kinds(handshake):
+            self._probe(kind, handshake)
+
+    def _probe(self, kind: str, handshake: bool) -> None:
+        encoding, profile = self.driver.encoding, self.driver.profile
+        if not handshake:
+            wire, phase = sample(kind, "json", profile), AWAIT_HANDSHAKE
+            want = [] if self.draft else [HandshakeResponse(error="<error>")]
+        else:
+            wire, phase = sample(kind, encoding, profile), OPEN
+            want = [] if self.draft or kind == "Close" else [Close(error="<error>")]
+        self.reached[(phase, kind)] += 1
+        answers, closed = self.driver.probe(handshake, wire)
+        got = [type(m)(**{**{f: getattr(m, f) for f in m.__slots__}, "error": "<error>"})
+               if isinstance(m, (HandshakeResponse, Close)) and m.error else m for m in answers]
+        if phase == OPEN and not self.should and got == [Close(error="<error>")]:
+            want = got                          # SIGR-V1-005 is SHOULD-level
+        assert closed and got == want, \
+            f"{kind} in {phase}: got {answers} ({'closed' if closed else 'open'}), " \
+            f"expected {want} and the close"
 
     def teardown(self) -> None:
         assert not self.driver.closed, "the connection closed during valid traffic"

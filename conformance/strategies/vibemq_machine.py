@@ -22,7 +22,8 @@ every other connection: everything before a barrier's Pong is that connection's 
 so "no answer" and "no delivery" are proven, not waited for. Deliveries are matched per
 connection in order; the other answers in order, wherever the deliveries fall between them.
 
-Time: :class:`SessionDriver` runs several :class:`VibeSession` objects over one shared
+Time (the drivers are in :mod:`.vibemq_drivers`): :class:`SessionDriver` runs several
+:class:`VibeSession` objects over one shared
 :class:`BrokerState` with a frozen clock, so no redelivery timer fires unless the machine's
 ``time_passes`` rule moves the clock past every deadline on purpose; deliveries then travel in
 the ``deliveries`` Bundle and are acked (or not) by later steps. :class:`WireDriver` talks to
@@ -31,12 +32,17 @@ tracked delivery within the step that brought it (``defer_acks = False``), paces
 under the profile's rate limit between steps only, and has no ``time_passes``.
 
 Queues, connections and deliveries travel in Bundles; no rule filters or assumes.
+
+Coverage: :data:`MATRIX` is every (phase x client command type) pair; each message a rule sends
+is counted in ``VibeMachine.reached`` under its connection's phase (barrier Pings are not).
+The machine's three connections are past Connect, so the ``await-connect`` row, and a
+malformed body (which closes the connection), are sent on *probes*: a fresh connection the
+driver opens (and, for ``ready``, connects), which is then dropped (``driver.probe``).
 """
 from __future__ import annotations
 
 import itertools
-import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any, Optional
 from unittest.mock import ANY
@@ -48,8 +54,12 @@ from hypothesis.stateful import (Bundle, RuleBasedStateMachine, consumes, initia
 from reference_impl.vibemq import codec
 from reference_impl.vibemq.codec import Message
 from reference_impl.vibemq.constants import PRIORITIES, CommandType as T, DeliveryMode
-from reference_impl.vibemq.session import DEFAULT_PASSWORD, SessionConfig, VibeSession
-from reference_impl.vibemq.state import BrokerState, StateConfig, parse_priority
+from reference_impl.vibemq.session import DEFAULT_PASSWORD
+from reference_impl.vibemq.state import parse_priority
+
+from .state_matrix import MALFORMED, UNKNOWN, Matrix
+# WireDriver and SessionDriver: the suite and the tests import them from here.
+from .vibemq_drivers import QUEUE_POOL, SessionDriver, WireDriver  # noqa: F401
 
 MODES = [m.value for m in DeliveryMode]
 TRACKED = {DeliveryMode.ROUND_ROBIN.value, DeliveryMode.FAN_OUT_WITH_ACK.value,
@@ -58,7 +68,6 @@ ONE_EACH = {DeliveryMode.ROUND_ROBIN.value, DeliveryMode.PRIORITY_BASED.value}
 #: The real server's queue defaults (SPEC_NOTES; QueueOptions.cs): an implicit queue has them.
 DEFAULT_MODE, DEFAULT_MAX_SIZE, DEFAULT_RETRIES = DeliveryMode.ROUND_ROBIN.value, 10_000, 3
 CONNECTIONS = 3
-QUEUE_POOL = 3                 # few names, so creates collide and deleted queues come back
 SIZES = st.sampled_from([2, 3, 1000])
 #: "Message Headers" priority: absent, the document's names, and a lower-case spelling.
 PRIORITY_VALUES = st.sampled_from([None, "Low", "Normal", "High", "Critical", "high"])
@@ -68,173 +77,28 @@ PAYLOADS = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) |
                         max_leaves=5)
 
 
-# --- drivers ------------------------------------------------------------------------------------
-
-class SessionDriver:
-    """Reference sessions in memory over one BrokerState; the clock moves only in ``advance``."""
-
-    exact = True                 # compare whole messages
-    clock_control = True
-    payload_options = True       # CreateQueue options may travel in the payload (real client)
-
-    def __init__(self, profile: str = "document", *, ack_timeout: float = 10.0,
-                 retry_base_delay: float = 1.0, retry_max_delay: float = 4.0) -> None:
-        from conformance.profiles import load_profile
-        from reference_impl.vibemq import SPEC
-        self.profile = load_profile(SPEC, profile)
-        self.reading = profile
-        self.state = BrokerState(StateConfig(ack_timeout=ack_timeout, retry_base_delay=retry_base_delay,
-                                             retry_max_delay=retry_max_delay))
-        self.config = SessionConfig(profile=profile)
-        self.all_due = ack_timeout + retry_max_delay + 1.0
-        self.now = 1000.0
-        self.sessions: list[VibeSession] = []
-        self.decoders: list[codec.Decoder] = []
-        self.pending: list[list[Message]] = []
-        self._ids = itertools.count(1)
-        self.queue_names = [f"q{i}" for i in range(QUEUE_POOL)]
-        self.exclusive = True        # no queues but the machine's
-
-    def feature(self, name: str, default: bool = True) -> bool:
-        return self.profile.feature(name, default)
-
-    def _encode(self, message: Message) -> bytes:
-        return codec.encode(message, self.reading)
-
-    def _feed(self, slot: int, out: list[bytes]) -> list[Message]:
-        return self.decoders[slot].feed(b"".join(out))
-
-    def open(self, slot: int) -> None:
-        session = VibeSession(self.state, self.config)
-        decoder = codec.Decoder(profile=self.reading, origin="server")
-        if slot == len(self.sessions):
-            self.sessions.append(session)
-            self.decoders.append(decoder)
-            self.pending.append([])
-        else:
-            self.sessions[slot], self.decoders[slot], self.pending[slot] = session, decoder, []
-        cid = f"conn-{next(self._ids)}"
-        [ack] = self._feed(slot, session.receive(self._encode(
-            Message(T.CONNECT, cid, headers={"authPassword": DEFAULT_PASSWORD})), self.now))
-        assert ack.type == T.CONNECT_ACK, ack
-
-    def exchange(self, slot: int, messages: list[Message]) -> list[Message]:
-        pid = f"barrier-{next(self._ids)}"
-        data = b"".join(self._encode(m) for m in messages + [Message(T.PING, pid)])
-        session = self.sessions[slot]
-        answers = self.pending[slot] + self._feed(slot, session.receive(data, self.now))
-        self.pending[slot] = []
-        assert not session.closed, f"the session closed: {session.close_reason!r}"
-        return split_at_barrier(answers, pid)
-
-    def disconnect(self, slot: int, message: Message) -> list[Message]:
-        session = self.sessions[slot]
-        out = self.pending[slot] + self._feed(slot, session.receive(self._encode(message), self.now))
-        assert session.closed, "Disconnect did not close the session"
-        return out
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-        self.pending[0] += self._feed(0, self.sessions[0].tick(self.now))
-
-    def pace(self) -> None:
-        pass
-
-    def close(self) -> None:
-        for session in self.sessions:
-            session.connection_lost()
+AWAIT_CONNECT, READY = "await-connect", "ready"
+#: The document's client-to-server commands ("Command Types").
+CLIENT_TYPES = (T.CONNECT, T.DISCONNECT, T.PING, T.PUBLISH, T.SUBSCRIBE, T.UNSUBSCRIBE, T.ACK,
+                T.CREATE_QUEUE, T.DELETE_QUEUE, T.QUEUE_INFO, T.LIST_QUEUES)
+#: Type bytes no command has.
+UNKNOWN_TYPES = st.sampled_from((3, 50, 77, 200))
+MATRIX = Matrix("vibemq", (AWAIT_CONNECT, READY), tuple(t.name for t in CLIENT_TYPES) + (UNKNOWN, MALFORMED))
+# Not a state of the matrix: "closed" (after Disconnect or a bad frame the server closes the
+# connection; nothing sent afterwards is read).
 
 
-class WireDriver:
-    """A target through the suite's ``Vibe`` helper: one connection per slot."""
-
-    exact = False                # answers may carry more than the reference's headers
-    clock_control = False
-    payload_options = False      # options as headers, as the suite sends them
-    exclusive = False            # other tests' queues may be listed too
-    HEADROOM = 16                # more than one step sends on one connection
-
-    def __init__(self, vibe, max_answers: int = 64) -> None:
-        self.vibe = vibe
-        self.reading = vibe.reading
-        self.max_answers = max_answers
-        self.conns: list = []
-        self.sent: list[deque] = []
-        self.queue_names = [vibe.queue(f"sm{i}") for i in range(QUEUE_POOL)]
-        self.rate = int(vibe.timing("max_messages_per_second", 0))
-
-    def feature(self, name: str, default: bool = True) -> bool:
-        return self.vibe.feature(name, default)
-
-    def open(self, slot: int) -> None:
-        conn = self.vibe.connect(name=f"state machine {slot}")
-        if slot == len(self.conns):
-            self.conns.append(conn)
-            self.sent.append(deque())
-        else:
-            self.conns[slot], self.sent[slot] = conn, deque()
-        self.sent[slot].append(time.monotonic())
-
-    def _send(self, slot: int, messages: list[Message]) -> None:
-        self.conns[slot].send(*messages)
-        now = time.monotonic()
-        self.sent[slot].extend([now] * len(messages))
-
-    def exchange(self, slot: int, messages: list[Message]) -> list[Message]:
-        from conformance.target import TargetError
-        pid = self.vibe.new_id("barrier")
-        self._send(slot, messages + [Message(T.PING, pid)])
-        answers = []
-        while True:
-            message = self.vibe.recv(self.conns[slot], f"answers, then the barrier's Pong({pid})")
-            answers.append(message)
-            if message.type == T.PONG and message.id == pid:
-                return split_at_barrier(answers, pid)
-            if len(answers) > len(messages) + self.max_answers:
-                raise TargetError(f"{len(answers)} answers to {len(messages)} messages and no barrier")
-
-    def disconnect(self, slot: int, message: Message) -> list[Message]:
-        from conformance.target import TargetClosed, TargetError
-        self._send(slot, [message])
-        answers = []
-        while True:
-            try:
-                answers.append(self.vibe.recv(self.conns[slot], "the connection to close after Disconnect"))
-            except TargetClosed:
-                return answers
-            if len(answers) > self.max_answers:
-                raise TargetError("the connection stays open after Disconnect")
-
-    def advance(self, seconds: float) -> None:
-        raise AssertionError("time_passes is only for drivers with clock_control")
-
-    def pace(self) -> None:
-        """Stay under the profile's ``max_messages_per_second`` (a one-second window per
-        connection) with room for a whole step; called between steps only, never while a
-        delivery waits for its ack."""
-        if not self.rate:
-            return
-        room = min(self.HEADROOM, self.rate // 2)
-        for window in self.sent:
-            while True:
-                now = time.monotonic()
-                while window and window[0] < now - 1.0:
-                    window.popleft()
-                if len(window) + room <= self.rate:
-                    break
-                time.sleep(window[0] + 1.0 - now + 0.01)
-
-    def close(self) -> None:
-        for conn in self.conns:
-            conn.close()
+def retyped(wire: bytes, type_byte: int, reading: str) -> bytes:
+    """``wire`` (one uncompressed frame) with another command type byte (after the length, the
+    flags byte but in protocol 1.0, and the version byte)."""
+    at = (4 if reading == "vibemq-1.0" else 5) + 1
+    return wire[:at] + bytes((type_byte,)) + wire[at + 1:]
 
 
-def split_at_barrier(answers: list, pid: str) -> list:
-    for i, message in enumerate(answers):
-        if message.type == T.PONG and message.id == pid:
-            assert i == len(answers) - 1, f"messages after the barrier's Pong: {answers[i + 1:]}"
-            return answers[:i]
-    raise AssertionError(f"no Pong({pid}) in {[codec.frame_to_dict(m) for m in answers]}")
+def malformed(reading: str) -> bytes:
+    """A frame whose body ends inside its id (version, Ping, id length 5, one byte)."""
+    body = bytes((1, T.PING, 0, 5)) + b"x"
+    return len(body).to_bytes(4, "big") + (b"" if reading == "vibemq-1.0" else b"\x00") + body
 
 
 # --- the model ----------------------------------------------------------------------------------
@@ -302,11 +166,17 @@ class Slot:
 
 
 def _short(messages) -> list:
-    return [codec.frame_to_dict(m) for m in messages]
+    return [codec.frame_to_dict(m) if isinstance(m, Message) else m.hex() for m in messages]
 
 
 class VibeMachine(RuleBasedStateMachine):
-    """Subclasses (or the wire suite) provide ``make_driver()``."""
+    """Subclasses (or the wire suite) provide ``make_driver()``. ``should``: also send what
+    only the real server's rules answer exactly (SPEC_NOTES.md: before Connect, a second
+    Connect, the codes for an unknown command and a malformed body); without it only unknown
+    types and malformed bodies are probed, and any Error or the close is accepted for them
+    (VIBE-MSG-006)."""
+
+    should = True
 
     conns = Bundle("connections")
     queues = Bundle("queues")
@@ -331,6 +201,13 @@ class VibeMachine(RuleBasedStateMachine):
     def new_id(self, label: str) -> str:
         return f"{label}-{next(self._ids)}"
 
+    #: (phase, command type) -> messages sent (see :data:`MATRIX`); a subclass may have its own.
+    reached: Counter = Counter()
+
+    def _record(self, phase: str, messages) -> None:
+        for m in messages:
+            self.reached[(phase, T(m.type).name if isinstance(m, Message) else UNKNOWN)] += 1
+
     def teardown(self) -> None:
         self.driver.close()
 
@@ -339,6 +216,7 @@ class VibeMachine(RuleBasedStateMachine):
     def _open_all(self) -> None:
         """The connections, past Connect/ConnectAck (by whichever initializer runs first)."""
         while len(self.keys) < CONNECTIONS:
+            self.reached[(AWAIT_CONNECT, T.CONNECT.name)] += 1
             self.driver.open(len(self.keys))
             self.keys.append(next(self._keys))
 
@@ -354,6 +232,7 @@ class VibeMachine(RuleBasedStateMachine):
         the (conn key, message id) of the tracked deliveries still to be acked."""
         if pace:
             self.driver.pace()
+        self._record(READY, messages)
         got = {slot: self.driver.exchange(slot, messages)}
         for other in range(CONNECTIONS):
             if other != slot:
@@ -396,6 +275,7 @@ class VibeMachine(RuleBasedStateMachine):
     def _ask(self, slot: int, request: Message, kind: int) -> Message:
         """One answer of ``kind`` to ``request`` on ``slot``, nothing anywhere else."""
         self.driver.pace()
+        self._record(READY, [request])
         answers = self.driver.exchange(slot, [request])
         assert len(answers) == 1 and answers[0].type == kind and answers[0].id == request.id, \
             f"{codec.frame_to_dict(request)}: got {_short(answers)}"
@@ -664,12 +544,102 @@ class VibeMachine(RuleBasedStateMachine):
             if queue in self.model.values():
                 slots += self._pump(queue)
         self.driver.pace()
+        self._record(READY, [Message(T.DISCONNECT, "")])
         got = self.driver.disconnect(conn, Message(T.DISCONNECT, self.new_id("bye")))
         assert got == [], f"answers to Disconnect: {_short(got)}"
+        self.reached[(AWAIT_CONNECT, T.CONNECT.name)] += 1
         self.driver.open(conn)
         self.keys[conn] = next(self._keys)
         got = {s: self.driver.exchange(s, []) for s in range(CONNECTIONS)}
         return self._settle(self._check(got, conn, [], [], slots))
+
+    # -- rules: the other (phase, command) pairs ---------------------------------------------------
+
+    @precondition(lambda self: self.should)
+    @rule(conn=conns)
+    def connect_again(self, conn):
+        """A second Connect on a connected connection: ConnectAck again (the document puts no
+        limit on Connect; the real ConnectHandler answers every one), nothing else changes."""
+        request = Message(T.CONNECT, self.new_id("conn"), headers={"authPassword": DEFAULT_PASSWORD})
+        self.driver.pace()
+        self._record(READY, [request])
+        answers = self.driver.exchange(conn, [request])
+        assert len(answers) == 1 and answers[0].type == T.CONNECT_ACK and answers[0].error_code is None, \
+            f"a second Connect: got {_short(answers)}, expected one ConnectAck"
+        assert answers[0].id == request.id or not self.document, \
+            f"ConnectAck {answers[0].id!r} to Connect {request.id!r}"
+
+    @precondition(lambda self: self.should)
+    @rule(conn=conns, type_byte=UNKNOWN_TYPES)
+    def unknown_command(self, conn, type_byte):
+        """A command type the document does not have: an Error with the request's id
+        (UNKNOWN_COMMAND on the real server, INVALID_MESSAGE in the document's codes) and the
+        connection stays open."""
+        request = Message(T.PING, self.new_id("what"))
+        code = "INVALID_MESSAGE" if self.document else "UNKNOWN_COMMAND"
+        wire = retyped(codec.encode(request, self.driver.reading), type_byte, self.driver.reading)
+        self._step(conn, [wire], [self._error(request, code)], [])
+
+    @rule(connected=st.booleans(), type_byte=UNKNOWN_TYPES,
+          kinds=st.lists(st.sampled_from(CLIENT_TYPES + (UNKNOWN, MALFORMED)), min_size=1, max_size=4))
+    def probe(self, connected, type_byte, kinds):
+        """Each of ``kinds`` on a fresh connection of its own (see :meth:`_probe`)."""
+        for kind in kinds:
+            if self.should:
+                self._probe(connected, kind, type_byte)
+            else:
+                self._probe_refused(connected, MALFORMED if kind == MALFORMED else UNKNOWN, type_byte)
+
+    def _probe_refused(self, connected, kind, type_byte):
+        """Without ``should``: an unknown command type or a malformed body must be refused with
+        an Error or by closing the connection, never acted upon (VIBE-MSG-006, -MSG-005)."""
+        phase = READY if connected else AWAIT_CONNECT
+        self.reached[(phase, kind)] += 1
+        reading = self.driver.reading
+        sent = (malformed(reading) if kind == MALFORMED else
+                retyped(codec.encode(Message(T.PING, self.new_id("probe")), reading), type_byte, reading))
+        answers, closed = self.driver.probe(connected, [sent])
+        assert all(m.type == T.ERROR for m in answers) and (answers or closed), \
+            f"{phase}: {kind}: got {_short(answers)} ({'closed' if closed else 'open'}), " \
+            "expected an Error or the connection closed"
+
+    def _probe(self, connected, kind, type_byte):
+        """One message on a fresh connection. Before Connect (``connected`` False): Connect gets
+        ConnectAck, Ping Pong, anything else an Error NOT_AUTHENTICATED (SPEC_NOTES.md, the real
+        read loop); a malformed body, in either phase: the connection closes, after an Error
+        INVALID_MESSAGE in the document profile (the real codec throws out of its read loop).
+        Connected, only the malformed body is probed (``connected`` is ignored for the others):
+        the machine's connections send the rest."""
+        connected = connected and kind == MALFORMED
+        phase = READY if connected else AWAIT_CONNECT
+        self.reached[(phase, kind if kind in (UNKNOWN, MALFORMED) else kind.name)] += 1
+        rid = self.new_id("probe")
+        queue = self.driver.queue_names[0]
+        reading = self.driver.reading
+        ids_kept = self.document               # the real server's errors before dispatch: new ids
+        if kind == MALFORMED:
+            sent, want, closes = [malformed(reading)], ([(T.ERROR, ANY, "INVALID_MESSAGE")]
+                                                      if self.document else []), True
+        elif kind == UNKNOWN:
+            sent = [retyped(codec.encode(Message(T.PING, rid), reading), type_byte, reading)]
+            want, closes = [(T.ERROR, rid if ids_kept else ANY, "NOT_AUTHENTICATED")], False
+        else:
+            headers = ({"authPassword": DEFAULT_PASSWORD} if kind == T.CONNECT else
+                       {"messageId": rid} if kind == T.ACK else None)
+            queue_of = None if kind in (T.CONNECT, T.DISCONNECT, T.PING, T.ACK, T.LIST_QUEUES) else queue
+            sent = [Message(kind, rid, queue_of, {"x": 1} if kind == T.PUBLISH else None, headers)]
+            if kind == T.CONNECT:
+                want = [(T.CONNECT_ACK, rid if ids_kept else ANY, None)]
+            elif kind == T.PING:
+                want = [(T.PONG, rid, None)]
+            else:
+                want = [(T.ERROR, rid if ids_kept else ANY, "NOT_AUTHENTICATED")]
+            closes = False
+        answers, closed = self.driver.probe(connected, sent)
+        got = [(m.type, m.id, m.error_code) for m in answers]
+        assert got == want and closed == closes, \
+            f"{phase}: {kind if isinstance(kind, str) else kind.name} got {_short(answers)} " \
+            f"({'closed' if closed else 'open'}), expected {want} ({'closed' if closes else 'open'})"
 
     @precondition(lambda self: self.driver.clock_control)
     @rule(target=deliveries)

@@ -6,7 +6,9 @@ in memory against the reference session.
 
 Two runs: the MUST rules only (FAIL when broken), and the real server's SHOULD-level rules on
 top (SPEC_NOTES.md: retries, effective QoS, QoS0 delivery ids, tag numbering), marked with
-SHOULD IDs only so that a target following the document alone is NON-STRICT there. Each example
+SHOULD IDs only so that a target following the document alone is NON-STRICT there. Both send
+malformed payloads in every phase (the SHOULD run every type, the MUST run those of MUST requirements) and
+unknown frame types on probe connections brought to the machine's phase (the close). Each example
 opens a fresh connection and uses its own topics; QoS1 deliveries are acked at once, so no
 redelivery timer on the target can fire between steps.
 """
@@ -39,7 +41,8 @@ def _run(blip, machine_class) -> None:
         # failing example last, so that is the one a failing report shows.
         del transcripts[first:]
         conn = blip.connect(hello=False, auth=False, name="state machine")
-        return machine_class(WireDriver(conn, api_key=blip.api_key, topic_prefix=blip.topic("sm")))
+        return machine_class(WireDriver(conn, api_key=blip.api_key, topic_prefix=blip.topic("sm"),
+                                        connect=lambda: blip.connect(hello=False, auth=False, name="probe")))
     run_state_machine_as_test(fresh_machine, settings=WIRE)
 
 
@@ -49,13 +52,14 @@ def _run(blip, machine_class) -> None:
     "BLIP-SUB-002", "BLIP-SUB-003", "BLIP-SUB-004", "BLIP-SUB-005",
     "BLIP-ACK-002", "BLIP-ACK-003", "BLIP-ACK-004", "BLIP-QOS1-004",
     "BLIP-POLL-002", "BLIP-POLL-003", "BLIP-POLL-004",
-    "BLIP-PING-001", "BLIP-FRAME-005", "BLIP-FRAME-007")
+    "BLIP-PING-001", "BLIP-FRAME-005", "BLIP-FRAME-006", "BLIP-FRAME-007",
+    "BLIP-AUTH-003", "BLIP-SUB-001", "BLIP-ACK-001", "BLIP-POLL-001")
 def test_state_machine_must(blip):
     _run(blip, MustMachine)
 
 
 @pytest.mark.requirement(
-    "BLIP-HELLO-003", "BLIP-HELLO-005", "BLIP-AUTH-008", "BLIP-PUB-009", "BLIP-PUB-010",
-    "BLIP-PUB-011", "BLIP-QOS1-003")
+    "BLIP-HELLO-003", "BLIP-HELLO-004", "BLIP-HELLO-005", "BLIP-AUTH-008", "BLIP-PUB-006",
+    "BLIP-PUB-009", "BLIP-PUB-010", "BLIP-PUB-011", "BLIP-QOS1-003")
 def test_state_machine_should(blip):
     _run(blip, ShouldMachine)

@@ -21,12 +21,26 @@ WIRE = settings(max_examples=30, stateful_step_count=30, deadline=None, database
                          "VIBE-MSG-002", "VIBE-ACK-001", "VIBE-CONN-004", "VIBE-QUEUE-001",
                          "VIBE-QUEUE-002", "VIBE-QUEUE-003", "VIBE-QUEUE-004", "VIBE-QUEUE-005",
                          "VIBE-QUEUE-006", "VIBE-MODE-001", "VIBE-MODE-002", "VIBE-MODE-003",
-                         "VIBE-MODE-004", "VIBE-OVER-001", "VIBE-ERR-002")
+                         "VIBE-MODE-004", "VIBE-OVER-001", "VIBE-ERR-001", "VIBE-ERR-002",
+                         "VIBE-MSG-006")
 def test_queue_and_subscription_lifecycles(vibe):
+    _run(vibe, MustMachine)
+
+
+@pytest.mark.requirement("VIBE-CONN-003")
+def test_state_machine_should(vibe):
+    _run(vibe, VibeMachine)
+
+
+class MustMachine(VibeMachine):
+    should = False
+
+
+def _run(vibe, machine_class) -> None:
     transcripts = vibe.target.transcripts
     first = len(transcripts)
 
     def fresh_machine():
         del transcripts[first:]          # keep the (shrunk) failing example's transcript only
-        return VibeMachine(WireDriver(vibe))
+        return machine_class(WireDriver(vibe))
     run_state_machine_as_test(fresh_machine, settings=WIRE)
