@@ -7,6 +7,14 @@ protocol, the requirement catalogue as the table of contents, a verdict per requ
 linking to its cases; per case that did not pass, the requirement text, what was expected,
 what happened, and the wire transcript (time, direction, decoded frame, hex; both
 directions). Filters: failed only, protocol, level.
+
+With fuzz campaign summaries (``wirecheck fuzz --all``), a "Fuzzing" section, newest campaign
+first: per campaign its date, budget, machine and total execs; its jobs (target, protocol,
+mode, execs, exec/s, coverage, corpus size, findings, and for in-process jobs coverage over
+time drawn from the job's timeline as a small inline SVG); its findings deduplicated across
+jobs (kind, signature, which jobs found it, count, file, minimized size, the command that
+reproduces it). Job and finding rows carry ``data-proto`` and ``data-failed`` (a job that
+found something or failed), so the protocol and failed-only filters apply to them too.
 """
 from __future__ import annotations
 
@@ -14,7 +22,7 @@ import html
 import time
 
 from conformance import verdicts
-from conformance.results import UNTESTABLE, Run
+from conformance.results import UNTESTABLE, Campaign, Run
 
 #: Verdicts shown as "failed" by the failed-only filter.
 FAILED = {verdicts.FAIL, verdicts.TIMEOUT, verdicts.HARNESS_ERROR, verdicts.NON_STRICT}
@@ -42,6 +50,11 @@ th{background:#f0f0f0}.num{text-align:right}
 .d-send{color:#0550ae}.d-recv{color:#116329}.d-event{color:#6e7781}.hex{color:#57606a;word-break:break-all}
 #filters{position:sticky;top:0;background:#fff;border-bottom:1px solid #ddd;padding:6px 20px;z-index:1}
 .hidden{display:none}
+.sig{font:12px ui-monospace,monospace;word-break:break-all}.chart{display:block}
+.chart polyline{fill:none;stroke:#0969da;stroke-width:1.5}.chart text{font:9px system-ui,sans-serif;fill:#57606a}
+.chart line{stroke:#d0d7de}.k-crash{background:#cf222e}.k-hang,.k-timeout{background:#8250df}
+.k-oom{background:#bf8700}.k-violation{background:#0969da}.k-error,.k-job-error{background:#000}
+.k-other{background:#57606a}header a{color:#fff}
 """
 
 _JS = """
@@ -83,15 +96,20 @@ def _anchor(*parts: str) -> str:
     return "-".join("".join(c if c.isalnum() else "_" for c in p) for p in parts)
 
 
-def render(runs: list[Run], title: str = "wirecheck compliance report") -> str:
-    protocols = sorted({p for r in runs for p in r.protocols})
+def render(runs: list[Run], title: str = "wirecheck compliance report", campaigns: list[Campaign] = ()) -> str:
+    protocols = sorted({p for r in runs for p in r.protocols} | {p for c in campaigns for p in c.protocols})
+    fuzzing = f" &middot; <a href='#fuzzing'>{len(campaigns)} fuzz campaign(s)</a>" if campaigns else ""
     out = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>"
            f"<style>{_CSS}</style></head><body>",
            f"<header><h1>{_e(title)}</h1><div>generated {_e(time.strftime('%Y-%m-%d %H:%M:%S %Z'))}"
-           f" &middot; {len(runs)} run(s) &middot; {len(protocols)} protocol(s)</div></header>",
-           _filters(protocols), "<main>", _runs_table(runs), _summary(runs, protocols)]
+           f" &middot; {len(runs)} run(s) &middot; {len(protocols)} protocol(s){fuzzing}</div></header>",
+           _filters(protocols), "<main>"]
+    if runs or not campaigns:
+        out += [_runs_table(runs), _summary(runs, protocols)]
     if len(runs) > 1:
         out.append(_matrix(runs, protocols))
+    if campaigns:
+        out.append(_fuzzing(campaigns))
     for proto in protocols:
         for run in runs:
             if proto in run.protocols:
@@ -278,3 +296,149 @@ def _wire(test: dict) -> str:
                         f"<td>{_e(note)}<div class='hex'>{_e(shown)}{more}</div></td></tr>")
         parts.append(f"<div><b>{_e(conn.get('name', ''))}</b></div><table class='wire'>{''.join(rows)}</table>")
     return "".join(parts)
+
+
+# -- fuzzing -----------------------------------------------------------------------------------
+
+_CHART_W, _CHART_H, _CHART_LEFT, _CHART_BOTTOM = 240, 64, 30, 12
+_FINDING_KINDS = {"crash", "hang", "timeout", "oom", "violation", "error"}
+
+
+def _t(text) -> str:
+    """Escaped, and visible: a signature carries the target's bytes, so control characters and
+    lone surrogates (bytes JSON kept undecoded) are shown as escapes instead of vanishing or
+    making the page unwritable as UTF-8."""
+    text = str(text)
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() or c in " \n" else
+                       c.encode("unicode_escape", "backslashreplace").decode("ascii") for c in text)
+    return _e(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
+def _num(value, fmt: str = ",") -> str:
+    return format(value, fmt) if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+
+
+def _seconds(value) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "?"
+    if value >= 3600:
+        return f"{value / 3600:.1f} h"
+    return f"{value / 60:.1f} min" if value >= 120 else f"{value:.1f} s"
+
+
+def _kind(kind) -> str:
+    cls = kind if kind in _FINDING_KINDS or kind == "job-error" else "other"
+    return f'<span class="v k-{cls}">{_t(kind)}</span>'
+
+
+def _fuzzing(campaigns: list[Campaign]) -> str:
+    parts = [_campaign(c, _anchor("fuzzing", str(i))) for i, c in enumerate(campaigns)]
+    return "<section id='fuzzing'><h2>Fuzzing</h2>" + "".join(parts) + "</section>"
+
+
+def _campaign(c: Campaign, anchor: str) -> str:
+    d = c.doc
+    m = d.get("machine") if isinstance(d.get("machine"), dict) else {}
+    machine = ", ".join(x for x in (f"{m['cpus']} CPU(s)" if m.get("cpus") else "",
+                                    f"Python {m['python']}" if m.get("python") else "",
+                                    str(m.get("platform") or "")) if x)
+    errors = d.get("errors") or []
+    facts = [f"budget {_seconds(d.get('budget'))}", f"took {_seconds(d.get('seconds'))}",
+             f"{_t(d.get('workers', '?'))} worker(s)", f"machine: {_t(machine or 'unknown')}",
+             f"<b>{_num(d.get('execs', sum(j.get('execs') or 0 for j in c.jobs)))}</b> execs in total",
+             f"{len(c.jobs)} job(s)", f"<b>{len(c.findings)}</b> distinct finding(s)"]
+    if errors:
+        facts.append(f"job errors: {_t(', '.join(map(str, errors)))}")
+    return (f"<div id='{anchor}'><h3>{_t(c.label)}</h3><p>{' &middot; '.join(facts)}<br>"
+            f"<small>{_t(c.path)}</small></p>" + _jobs_table(c, anchor) + _findings_table(c) + "</div>")
+
+
+def _jobs_table(c: Campaign, anchor: str) -> str:
+    rows = []
+    for i, j in enumerate(c.jobs):
+        findings = j.get("findings") if isinstance(j.get("findings"), list) else []
+        failed = int(bool(findings or j.get("error")))
+        proto = f" data-proto='{_t(j['protocol'])}'" if j.get("protocol") else ""
+        found = (_kind("job-error") if j.get("error") else
+                 ", ".join(_kind(k) for k in sorted({str(f.get("kind")) for f in findings})) or "0")
+        if findings:
+            found = f"{len(findings)}: {found}"
+        timeline = j.get("timeline") if isinstance(j.get("timeline"), list) else []
+        chart = _coverage_chart(timeline, str(j.get("name", "")), _anchor(anchor, "chart", str(i))) if timeline else ""
+        rows.append(f"<tr{proto} data-failed='{failed}'><td>{_t(j.get('name', ''))}</td>"
+                    f"<td>{_t(j.get('target', ''))}</td>"
+                    f"<td>{_t(j.get('protocol', ''))}</td><td>{_t(j.get('mode', ''))}</td>"
+                    f"<td class='num'>{_num(j.get('execs'))}</td>"
+                    f"<td class='num'>{_num(j.get('exec_per_s'), ',.1f')}</td>"
+                    f"<td class='num'>{_num(j.get('coverage'))}</td><td class='num'>{_num(j.get('corpus_size'))}</td>"
+                    f"<td>{found}</td><td>{chart}</td></tr>")
+        if j.get("error"):
+            rows.append(f"<tr{proto} data-failed='1'><td></td><td colspan='9'><pre>{_t(j['error'])}</pre></td></tr>")
+    return ("<table><tr><th>job</th><th>target</th><th>protocol</th><th>mode</th><th>execs</th><th>exec/s</th>"
+            "<th>coverage</th><th>corpus size</th><th>findings</th><th>coverage over time</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+def _findings_table(c: Campaign) -> str:
+    if not c.findings:
+        return "<p>No findings.</p>"
+    rows = []
+    for f in sorted(c.findings, key=lambda f: (str(f.get("kind")), str(f.get("signature")))):
+        found_by = [str(x) for x in f.get("found_by") or []]
+        protos = c.job_protocols(found_by)
+        proto = f" data-proto='{_t(next(iter(protos)))}'" if len(protos) == 1 else ""
+        kind = _kind(str(f.get("kind", "")))
+        if f.get("reproduced") is not None:
+            kind += f"<br><small>{'reproduced' if f['reproduced'] else 'not reproduced'}</small>"
+        detail = (f"<details><summary>detail</summary><pre>{_t(f['detail'])}</pre></details>"
+                  if f.get("detail") else "")
+        reproduce = f"<code class='sig'>{_t(f['reproduce'])}</code>" if f.get("reproduce") else ""
+        rows.append(f"<tr{proto} data-failed='1'><td>{kind}</td>"
+                    f"<td><code class='sig'>{_t(f.get('signature', ''))}</code>{detail}</td>"
+                    f"<td>{_t(', '.join(found_by))}</td><td class='num'>{_num(f.get('count', 1))}</td>"
+                    f"<td><code class='sig'>{_t(f.get('file') or '')}</code></td>"
+                    f"<td>{_minimized(f.get('minimized'))}</td><td>{reproduce}</td></tr>")
+    return ("<table><tr><th>kind</th><th>signature</th><th>found by</th><th>count</th><th>file</th>"
+            "<th>minimized</th><th>reproduce</th></tr>" + "".join(rows) + "</table>")
+
+
+def _minimized(m) -> str:
+    """fuzz/minimize.py's answer: ``{"before": n, "after": m, "file": ...}`` or ``{"error": ...}``."""
+    if not isinstance(m, dict):
+        return ""
+    if m.get("error"):
+        return f"<i>failed: {_t(m['error'])}</i>"
+    size = f"{_num(m.get('before'))} &rarr; {_num(m.get('after'))} bytes" if "after" in m else ""
+    where = f"<br><code class='sig'>{_t(m['file'])}</code>" if m.get("file") else ""
+    return size + where
+
+
+def _coverage_chart(timeline: list, name: str, anchor: str) -> str:
+    """Coverage (libFuzzer's ``cov``) against seconds, from ``[seconds, execs, cov, ft, corpus]``
+    points, as a small inline SVG (no script, no external resource)."""
+    def number(x) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+    points = [p for p in timeline if isinstance(p, list) and len(p) >= 3 and number(p[2])]
+    if not points:
+        return ""
+    timed = all(number(p[0]) for p in points)
+    xs = [float(p[0]) if timed else float(i) for i, p in enumerate(points)]
+    ys = [float(p[2]) for p in points]
+    x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
+    w, h = _CHART_W - _CHART_LEFT - 4, _CHART_H - _CHART_BOTTOM - 4
+    def sx(x): return _CHART_LEFT + (x - x0) / ((x1 - x0) or 1) * w
+    def sy(y): return 4 + h - (y - y0) / ((y1 - y0) or 1) * h
+    line = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(xs, ys))
+    span = f"{x1:.0f} s" if timed else f"{len(points)} points"
+    label = f"coverage of {name}: {y0:.0f} to {y1:.0f} over {span}"
+    base = _CHART_H - _CHART_BOTTOM
+    return (f"<svg id='{anchor}' class='chart' role='img' width='{_CHART_W}' height='{_CHART_H}' "
+            f"viewBox='0 0 {_CHART_W} {_CHART_H}' xmlns='http://www.w3.org/2000/svg'><title>{_t(label)}</title>"
+            f"<line x1='{_CHART_LEFT}' y1='{base}' x2='{_CHART_W - 4}' y2='{base}'/>"
+            f"<line x1='{_CHART_LEFT}' y1='4' x2='{_CHART_LEFT}' y2='{base}'/>"
+            f"<text x='{_CHART_LEFT - 3}' y='10' text-anchor='end'>{y1:.0f}</text>"
+            f"<text x='{_CHART_LEFT - 3}' y='{base}' text-anchor='end'>{y0:.0f}</text>"
+            f"<text x='{_CHART_LEFT}' y='{_CHART_H - 1}'>{f'{x0:.0f} s' if timed else ''}</text>"
+            f"<text x='{_CHART_W - 4}' y='{_CHART_H - 1}' text-anchor='end'>{_t(span)}</text>"
+            f"<polyline points='{line}'/></svg>")

@@ -1,6 +1,14 @@
 """Machine-readable reports: ``index.json`` (one entry per case and implementation, like
 Autobahn's: verdict, requirement IDs, duration, transcript file) and the transcript files
-beside it, and the writer that produces every report format of a set of runs."""
+beside it, and the writer that produces every report format of a set of runs and fuzz
+campaigns.
+
+``index.json`` also has ``"campaigns"`` (always present; empty without campaign inputs),
+newest first: each campaign summary as ``wirecheck fuzz --all`` wrote it (machine, budget,
+seconds, workers, execs, jobs with their findings, the deduplicated findings, job errors)
+plus ``file`` (the summary read) and ``label``, but without the jobs' coverage
+``timeline``: up to 200 points per in-process job, a plot's data and not an index's; the
+campaign file named in ``file`` keeps them, and the HTML report draws them."""
 from __future__ import annotations
 
 import json
@@ -8,17 +16,17 @@ import os
 import time
 
 from conformance.report_html import render
-from conformance.results import Run
+from conformance.results import Campaign, Run
 
 
 def _file_name(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:180]
 
 
-def index(runs: list[Run], transcripts_dir: str | None) -> dict:
+def index(runs: list[Run], transcripts_dir: str | None, campaigns: list[Campaign] = ()) -> dict:
     """The index document; writes each case's transcript under ``transcripts_dir`` (a path
     relative to the index's directory is recorded) when given."""
-    out = {"generated": time.time(), "runs": {}}
+    out = {"generated": time.time(), "runs": {}, "campaigns": [c.summary() for c in campaigns]}
     for run in runs:
         cases = {}
         for t in run.tests:
@@ -46,7 +54,7 @@ def index(runs: list[Run], transcripts_dir: str | None) -> dict:
     return out
 
 
-def write(runs: list[Run], out: str) -> list[str]:
+def write(runs: list[Run], out: str, campaigns: list[Campaign] = ()) -> list[str]:
     """Write the report(s) ``out`` names: ``*.html`` (the HTML report), ``*.json`` (index.json
     and its transcripts beside it), or a directory (both, as ``index.html`` and ``index.json``).
     The paths written."""
@@ -62,10 +70,10 @@ def write(runs: list[Run], out: str) -> list[str]:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     if html_path:
         with open(html_path, "w", encoding="utf-8") as fh:
-            fh.write(render(runs))
+            fh.write(render(runs, campaigns=campaigns))
         written.append(html_path)
     if json_path:
-        doc = index(runs, os.path.dirname(os.path.abspath(json_path)))
+        doc = index(runs, os.path.dirname(os.path.abspath(json_path)), campaigns)
         with open(json_path, "w", encoding="utf-8") as fh:
             json.dump(doc, fh, indent=1)
         written.append(json_path)

@@ -1,6 +1,11 @@
-"""Result files of suite runs (``wirecheck check --report FILE.json``) read back for reports:
-one :class:`Run` per file, the verdict of each requirement in a run, and the merge of several
-runs (implementations x requirements).
+"""The inputs of a report read back: result files of suite runs (``wirecheck check --report
+FILE.json``, ``wirecheck replay --report``), one :class:`Run` per file, the verdict of each
+requirement in a run, and the merge of several runs (implementations x requirements); and fuzz
+campaign summaries (``wirecheck fuzz --all``, fuzz/campaign.py), one :class:`Campaign` each.
+
+One loading path, :func:`load`, reads any of them and dispatches on the document's ``"kind"``
+(:data:`KINDS`): none (a suite run) or ``"replay"`` is a result file, ``"fuzz-campaign"`` a
+campaign summary; anything else is refused with a :class:`ReportError` saying what it is not.
 
 A requirement's verdict in a run: the worst verdict among the tests naming it that broke it
 (HARNESS-ERROR, FAIL, TIMEOUT, NON-STRICT, WAIVED, worst first), else PASS when a test passed,
@@ -11,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 
 from conformance import verdicts
@@ -20,10 +26,12 @@ UNTESTABLE, NOT_RUN = "UNTESTABLE", "NOT-RUN"
 _BROKEN = (verdicts.HARNESS_ERROR, verdicts.FAIL, verdicts.TIMEOUT, verdicts.NON_STRICT, verdicts.WAIVED)
 #: Verdicts that make a run "not conformant" (NON-STRICT only under --strict).
 NOT_CONFORMANT = (verdicts.FAIL, verdicts.TIMEOUT, verdicts.HARNESS_ERROR)
+#: The ``"kind"`` of a fuzz campaign summary (fuzz/campaign.py).
+CAMPAIGN = "fuzz-campaign"
 
 
 class ReportError(ValueError):
-    """A result file that cannot be read as one."""
+    """A report input that cannot be read as one."""
 
 
 @dataclass
@@ -98,7 +106,78 @@ def _label(doc: dict, path: str) -> str:
     return f"{where} ({profile})" if profile else where
 
 
-def load_run(path: str) -> Run:
+@dataclass
+class Campaign:
+    """A fuzz campaign's summary: the machine, the budget, per job its target, execs, rate,
+    coverage, corpus size, coverage timeline (in-process jobs) and findings, and the findings
+    deduplicated across jobs (fuzz/campaign.py writes it)."""
+    label: str
+    path: str
+    doc: dict = field(repr=False)
+
+    @property
+    def started(self) -> float:
+        return float(self.doc.get("started") or 0)
+
+    @property
+    def jobs(self) -> list[dict]:
+        return self.doc.get("jobs", [])
+
+    @property
+    def findings(self) -> list[dict]:
+        return self.doc.get("findings", [])
+
+    @property
+    def protocols(self) -> list[str]:
+        return sorted({str(j["protocol"]) for j in self.jobs if j.get("protocol")})
+
+    def job_protocols(self, names: list[str]) -> set[str]:
+        """The protocols of the jobs named (a finding's ``found_by``)."""
+        return {str(j["protocol"]) for j in self.jobs if j.get("name") in names and j.get("protocol")}
+
+    def summary(self) -> dict:
+        """The campaign without its coverage timelines (index.json keeps this; the timelines
+        stay in the campaign file, ``file``)."""
+        def bare(job: dict) -> dict:
+            out = {k: v for k, v in job.items() if k != "timeline"}
+            if isinstance(out.get("targets"), list):        # a job that fuzzed several targets
+                out["targets"] = [bare(t) for t in out["targets"] if isinstance(t, dict)]
+            return out
+        return {"file": self.path, "label": self.label,
+                **{k: v for k, v in self.doc.items() if k != "jobs"},
+                "jobs": [bare(j) for j in self.jobs]}
+
+
+def _campaign_label(doc: dict) -> str:
+    started = doc.get("started")
+    if isinstance(started, (int, float)) and started > 0:
+        return "campaign " + time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started))
+    return "campaign"
+
+
+def _as_run(path: str, doc: dict) -> Run:
+    if isinstance(doc.get("mode"), str) and "execs" in doc:
+        raise ReportError(f"{path}: one fuzz run's summary (wirecheck fuzz --json), not a result file or a "
+                          "fuzz campaign summary (wirecheck fuzz --all writes those)")
+    if not isinstance(doc.get("tests"), list) or not isinstance(doc.get("summary"), dict):
+        raise ReportError(f"{path}: not a wirecheck result file (no 'tests' and 'summary') "
+                          f"or fuzz campaign summary (no \"kind\": \"{CAMPAIGN}\")")
+    return Run(_label(doc, path), path, doc)
+
+
+def _as_campaign(path: str, doc: dict) -> Campaign:
+    if not isinstance(doc.get("jobs"), list) or not isinstance(doc.get("findings"), list) or not all(
+            isinstance(x, dict) for x in doc["jobs"] + doc["findings"]):
+        raise ReportError(f"{path}: a fuzz campaign summary without its 'jobs' and 'findings'")
+    return Campaign(_campaign_label(doc), path, doc)
+
+
+#: A document's ``"kind"`` -> how it is read. Suite result files have no kind.
+KINDS = {None: _as_run, "replay": _as_run, CAMPAIGN: _as_campaign}
+
+
+def load(path: str) -> Run | Campaign:
+    """One report input, whatever it is (see :data:`KINDS`)."""
     try:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
@@ -106,40 +185,72 @@ def load_run(path: str) -> Run:
         raise ReportError(f"{path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise ReportError(f"{path}: not a JSON result file ({exc})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("tests"), list) or not isinstance(doc.get("summary"), dict):
-        raise ReportError(f"{path}: not a wirecheck result file (no 'tests' and 'summary')")
-    return Run(_label(doc, path), path, doc)
+    if not isinstance(doc, dict):
+        raise ReportError(f"{path}: not a wirecheck result file (a JSON {type(doc).__name__}, not an object)")
+    kind = doc.get("kind")
+    reader = KINDS.get(kind) if isinstance(kind, (str, type(None))) else None
+    if reader is None:
+        raise ReportError(f"{path}: not a wirecheck result file or fuzz campaign summary (kind {kind!r})")
+    return reader(path, doc)
 
 
-def load_runs(paths: list[str]) -> list[Run]:
-    """Every result file in ``paths`` (files, or directories holding ``*.json`` result files);
-    labels made unique. :class:`ReportError` when one is unreadable or there are none."""
+def load_run(path: str) -> Run:
+    run = load(path)
+    if not isinstance(run, Run):
+        raise ReportError(f"{path}: a fuzz campaign summary, not a result file")
+    return run
+
+
+@dataclass
+class Inputs:
+    """What a report is made of: the runs (merged and labelled) and the campaigns, newest first."""
+    runs: list[Run]
+    campaigns: list[Campaign]
+
+
+def load_inputs(paths: list[str]) -> Inputs:
+    """Every result file and campaign summary in ``paths`` (files, or directories holding them
+    as ``*.json``; other JSON files in a directory are skipped, a file named is not). Runs of the
+    same target merged, labels made unique. :class:`ReportError` when one is unreadable or
+    there are none."""
     files = []
     for p in paths:
         if os.path.isdir(p):
             files += sorted(os.path.join(p, f) for f in os.listdir(p)
-                            if f.endswith(".json") and f != "index.json" and _looks_like_result(os.path.join(p, f)))
+                            if f.endswith(".json") and f != "index.json" and _looks_like_input(os.path.join(p, f)))
         else:
             files.append(p)
     if not files:
-        raise ReportError(f"no result files in {', '.join(paths)}")
-    runs = [load_run(f) for f in files]
+        raise ReportError(f"no result files or fuzz campaign summaries in {', '.join(paths)}")
+    loaded = [load(f) for f in files]
+    runs = [x for x in loaded if isinstance(x, Run)]
+    campaigns = sorted((x for x in loaded if isinstance(x, Campaign)), key=lambda c: -c.started)
     merge_same_target(runs)
-    seen: dict[str, int] = {}
-    for run in runs:
-        n = seen[run.label] = seen.get(run.label, 0) + 1
-        if n > 1:
-            run.label = f"{run.label} #{n}"
-    return runs
+    for items in (runs, campaigns):
+        seen: dict[str, int] = {}
+        for item in items:
+            n = seen[item.label] = seen.get(item.label, 0) + 1
+            if n > 1:
+                item.label = f"{item.label} #{n}"
+    return Inputs(runs, campaigns)
 
 
-def _looks_like_result(path: str) -> bool:
+def load_runs(paths: list[str]) -> list[Run]:
+    """The runs of :func:`load_inputs` (for callers that make reports of suite runs only:
+    a campaign summary among ``paths`` is an error there, not silently dropped)."""
+    inputs = load_inputs(paths)
+    if inputs.campaigns:
+        raise ReportError(f"{inputs.campaigns[0].path}: a fuzz campaign summary, not a result file")
+    return inputs.runs
+
+
+def _looks_like_input(path: str) -> bool:
     try:
         with open(path, encoding="utf-8") as fh:
             head = fh.read(4096)
-    except OSError:
+    except (OSError, ValueError):
         return False
-    return '"tests"' in head or '"summary"' in head
+    return '"tests"' in head or '"summary"' in head or f'"{CAMPAIGN}"' in head
 
 
 def merge_same_target(runs: list[Run]) -> None:
