@@ -78,13 +78,16 @@ def finding_signature(kind: str, text: str, target: str) -> tuple[str, str]:
     if exc is None:
         return f"crash in {target}", ""
     error = lines[exc + 1].strip() if exc + 1 < len(lines) else "?"
-    where = ""
+    where = harness = ""
     for line in lines[exc + 1:]:
         m = re.match(r'\s+File "([^"]+)", line \d+, in (\S+)', line)
         if m and ("reference_impl" in m.group(1) or "conformance" in m.group(1)):
             where = f"{Path(m.group(1)).name}:{m.group(2)}"
+        elif m and "/fuzz/" in m.group(1):             # a harness check that failed
+            harness = f"{Path(m.group(1)).name}:{m.group(2)}"
         if line.startswith("==") or "ERROR: libFuzzer" in line:
             break
+    where = where or harness
     etype = error.split(":", 1)[0]
     return f"crash in {target}: {etype} at {where or '?'}", error[:300]
 

@@ -22,11 +22,13 @@ def crash_signature(test_one_input, data: bytes) -> str | None:
     try:
         test_one_input(data)
     except Exception as exc:           # the finding itself: any exception is what is looked for
-        where = "?"
+        where = harness = ""
         for frame in traceback.extract_tb(exc.__traceback__):
             if "reference_impl" in frame.filename or "conformance" in frame.filename:
                 where = f"{Path(frame.filename).name}:{frame.name}"
-        return f"{type(exc).__name__} at {where}"
+            elif "/fuzz/" in frame.filename:          # a harness check that failed
+                harness = f"{Path(frame.filename).name}:{frame.name}"
+        return f"{type(exc).__name__} at {where or harness or '?'}"
     return None
 
 

@@ -87,3 +87,20 @@ def test_filter_text_reads_back(text):
     flt = parse_filter(text)
     assert str(flt) == text
     assert parse_filter(str(flt)) == flt
+
+
+def test_response_read_to_eof_after_one_with_a_length_whatever_the_reads():
+    """Found by the 10-minute campaign (fuzz/crashers/signalr-http/response-to-eof-after-content-length):
+    the shared decoder loop's "bytes the frame in hand needs" shortcut used the same attribute
+    name as the HTTP reader's own count of body bytes, so after a response with Content-Length
+    a later response read to the end of the stream lost its last read."""
+    from reference_impl.signalr.http_transport import make_capture_decoder
+    data = (b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found"
+            b"HTTP/1.1 200 OK\r\nContent-Lngth: 2\r\nh: 2\r\n\r\n{}")
+    whole = make_capture_decoder(origin="server")
+    expected = whole.feed(data) + whole.eof()
+    assert expected[-1].body == b"{}"
+    for cut in range(1, len(data)):
+        d = make_capture_decoder(origin="server")
+        got = d.feed(data[:cut]) + d.feed(data[cut:-1]) + d.feed(data[-1:]) + d.eof()
+        assert got == expected, cut

@@ -238,3 +238,17 @@ def test_cli_target_finds_the_crash_of_an_external_broker(tmp_path):
     finally:
         again.close()
     assert replay.returncode == 1 and "no longer accepts connections" in replay.stdout, replay.stdout
+
+
+def test_inprocess_finding_signatures():
+    from fuzz.inprocess import finding_signature
+    text = ("=== Uncaught Python exception: ===\nAssertionError: chunked disagrees at 12\n"
+            "Traceback (most recent call last):\n"
+            '  File "/x/fuzz/fuzz_signalr_http.py", line 25, in TestOneInput\n'
+            '  File "/x/fuzz/harness_transport.py", line 92, in _same\n'
+            "==1== ERROR: libFuzzer: fuzz target exited\n")
+    assert finding_signature("crash", text, "signalr_http") == (
+        "crash in signalr_http: AssertionError at harness_transport.py:_same", "AssertionError: chunked disagrees at 12")
+    kit = text.replace("harness_transport.py", "../reference_impl/signalr/codec.py").replace("_same", "feed")
+    assert finding_signature("crash", kit, "t")[0] == "crash in t: AssertionError at codec.py:feed"
+    assert finding_signature("timeout", text, "t") == ("timeout in t", "")

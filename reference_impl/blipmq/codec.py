@@ -352,7 +352,7 @@ class Decoder(IncrementalDecoder):
         # checks so far read bytes that stay buffered): with fewer, next_raw answers None at
         # once, so reads of a byte or two cost one comparison ("Frame Layout": the length first,
         # then the type byte, then the body).
-        self._need = 4
+        self._frame_need = 4
 
     @property
     def buffered(self) -> int:
@@ -368,7 +368,7 @@ class Decoder(IncrementalDecoder):
             raise self._error
         buf = self._buf
         available = len(buf)
-        if available < self._need:
+        if available < self._frame_need:
             return None
         if available >= HEADER_SIZE:             # common case: one unpack for the header
             length, type_byte, correlation_id = buf.unpack(_HEADER)
@@ -379,13 +379,13 @@ class Decoder(IncrementalDecoder):
             (length,) = buf.unpack(_LEN)
             type_byte = buf.byte(4)
             self._check(length, type_byte, buf.offset)
-            self._need = HEADER_SIZE if type_byte is not None else 5
+            self._frame_need = HEADER_SIZE if type_byte is not None else 5
             return None
         if available < 4 + length:
-            self._need = 4 + length
+            self._frame_need = 4 + length
             return None
         start = buf.offset
-        self._need = 4
+        self._frame_need = 4
         payload = buf.take(length - MIN_FRAME_LENGTH, skip=HEADER_SIZE)
         return RawFrame(_TYPES[type_byte], correlation_id, payload, start)
 

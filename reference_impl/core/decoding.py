@@ -18,7 +18,7 @@ class IncrementalDecoder:
     #: answer a short read at once. 0: not tracked. A decoder that tracks it has the plain
     #: ``receive`` (``_buf.feed(data)`` unless the stream is broken), which ``feed`` then does
     #: itself: with reads of a byte or two, every call saved counts (the fuzzers trace them).
-    _need: int = 0
+    _frame_need: int = 0
 
     def __iter__(self) -> Iterator:
         while (frame := self.next_frame()) is not None:
@@ -27,7 +27,7 @@ class IncrementalDecoder:
     def feed(self, data: bytes) -> list:
         """Buffer ``data`` and return every whole frame; on error, the frames decoded before
         it are on the exception's ``frames``."""
-        need = self._need
+        need = self._frame_need
         if need and self._error is None:
             if self._buf.feed(data) < need:
                 return []              # next_frame would answer None without looking

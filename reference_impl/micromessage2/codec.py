@@ -221,7 +221,7 @@ class Decoder(IncrementalDecoder):
         # Bytes the frame in hand needs before reading it again can change anything: every
         # check up to where it stopped read bytes that stay buffered, so with fewer there
         # next_frame answers None at once (reads of a byte or two cost one comparison).
-        self._need = 1
+        self._frame_need = 1
         self._error: Optional[FrameError] = None
         self._partial: Optional[list] = None   # seq, dest, properties text, large, data, pieces
 
@@ -235,7 +235,7 @@ class Decoder(IncrementalDecoder):
         # The session (a refused offer: the next one comes) and the fuzzers set it from outside:
         # what the bytes buffered need is read anew.
         self._handshakes = count
-        self._need = 1
+        self._frame_need = 1
 
     def receive(self, data: bytes) -> None:
         if self._error is None:
@@ -262,7 +262,7 @@ class Decoder(IncrementalDecoder):
             raise self._error
         buf = self._buf
         while True:
-            if len(buf) < self._need:
+            if len(buf) < self._frame_need:
                 return None
             if self._handshakes > 0:
                 # An ERROR frame, with a 1-byte or (LARGE_PAYLOAD, "Flag values") a 4-byte length:
@@ -282,11 +282,11 @@ class Decoder(IncrementalDecoder):
     def _take(self, n: int, skip: int = 0) -> bytes:
         """Consume a frame's bytes (the caller checked they are there): the next frame needs
         its first byte again."""
-        self._need = 1
+        self._frame_need = 1
         return self._buf.take(n, skip)
 
     def _wait(self, need: int) -> None:
-        self._need = need
+        self._frame_need = need
         return None
 
     # -- handshake -----------------------------------------------------------------------------

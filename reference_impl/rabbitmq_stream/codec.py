@@ -1058,7 +1058,7 @@ class Decoder(IncrementalDecoder):
         # Bytes the frame in hand needs before reading it again can change anything (the size
         # check read bytes that stay buffered): with fewer, next_raw answers None at once, so
         # reads of a byte or two cost one comparison. A new max_frame_size resets it.
-        self._need = 4
+        self._frame_need = 4
         self.max_frame_size = self.limits.max_frame_size
 
     @property
@@ -1068,7 +1068,7 @@ class Decoder(IncrementalDecoder):
     @max_frame_size.setter
     def max_frame_size(self, value: int) -> None:
         self._max_frame_size = value
-        self._need = 4               # the size of a frame in hand is checked against it anew
+        self._frame_need = 4               # the size of a frame in hand is checked against it anew
 
     @property
     def buffered(self) -> int:
@@ -1087,7 +1087,7 @@ class Decoder(IncrementalDecoder):
             raise self._error
         buf = self._buf
         available = len(buf)
-        if available < self._need:
+        if available < self._frame_need:
             return None
         start = buf.offset
         if available >= 8:
@@ -1101,9 +1101,9 @@ class Decoder(IncrementalDecoder):
                                Category.LENGTH_TOO_LARGE, start)
             raise self._error
         if available < 4 + size:
-            self._need = 4 + size
+            self._frame_need = 4 + size
             return None
-        self._need = 4
+        self._frame_need = 4
         if size < MIN_FRAME_SIZE:
             return RawFrame(None, None, buf.take(size, skip=4), start)
         return RawFrame(key, version, buf.take(size - 4, skip=8), start)

@@ -230,7 +230,7 @@ class Decoder(IncrementalDecoder):
         # checks so far, "Framing": length bounds, then the flags byte, read bytes that stay
         # buffered): with fewer, next_frame answers None at once, so reads of a byte or two
         # cost one comparison.
-        self._need = 4
+        self._frame_need = 4
 
     @property
     def buffered(self) -> int:
@@ -248,7 +248,7 @@ class Decoder(IncrementalDecoder):
         if self._error is not None:
             raise self._error
         buf = self._buf
-        if len(buf) < self._need:
+        if len(buf) < self._frame_need:
             return None
         start = buf.offset
         (size,) = buf.unpack(_U32)
@@ -259,7 +259,7 @@ class Decoder(IncrementalDecoder):
             raise self._fail(_err(LengthError, f"body length {size} > {self.limits.max_frame_size}",
                                   Category.LENGTH_TOO_LARGE, start))
         if len(buf) < self._head:
-            self._need = self._head
+            self._frame_need = self._head
             return None
         flag = Compression.NONE
         if self.flags:
@@ -268,9 +268,9 @@ class Decoder(IncrementalDecoder):
                 raise self._fail(_err(UnknownTypeError, f"unknown compression flag 0x{flag:02x}",
                                       Category.UNKNOWN_TYPE, start + 4))
         if len(buf) < self._head + size:
-            self._need = self._head + size
+            self._frame_need = self._head + size
             return None
-        self._need = 4
+        self._frame_need = 4
         body = buf.take(size, skip=self._head)
         at = start + self._head
         if flag == Compression.NONE:
