@@ -24,7 +24,6 @@ would bill each the other's load).
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -32,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fuzz.run_smoke import FUZZ, ROOT, command
+from fuzz.inprocess import FUZZ, ROOT, STAT, STATUS, command
 from fuzz.targets import TARGETS, FuzzTarget
 
 from benchmarks.bench_blipmq_decode import result
@@ -44,9 +43,6 @@ SECONDS = 5
 QUICK_SECONDS = 3
 QUICK_TARGETS = ("blipmq_decoder", "mm2_decoder")
 
-#: ``#1234\tINITED cov: 389 ft: 1195 corp: 26/3953b ...`` (libFuzzer's status lines).
-_STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/")
-_STAT = re.compile(r"^stat::(\w+):\s+(\d+)")
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -74,12 +70,12 @@ def fuzz_once(target: FuzzTarget, seconds: int) -> dict:
         for line in proc.stderr:
             now = time.perf_counter()
             tail = (tail + [line])[-20:]
-            if m := _STATUS.match(line):
+            if m := STATUS.match(line):
                 status = (now, int(m[1]), m[2], int(m[3]), int(m[4]), int(m[5]), cpu_seconds(proc.pid))
                 if m[2] == "INITED":
                     inited = status
                 last = status
-            elif m := _STAT.match(line):
+            elif m := STAT.match(line):
                 stats[m[1]] = int(m[2])
         proc.wait()
         if proc.returncode != 0 or inited is None or last is None or last[2] != "DONE":

@@ -177,9 +177,6 @@ def _live(args, spec, seconds: float) -> int:
     finally:
         if managed is not None:
             managed.close()
-    for f, finding in zip(summary["findings"], fuzzer.findings.values()):
-        f["reproduce"] = fuzzer.reproduce_command(Path(finding.file)).replace(
-            "HOST:PORT", args.target or "HOST:PORT")
     _print(summary, args.json)
     if summary["stopped"] and not args.json:
         print(f"stopped: {summary['stopped']}", file=sys.stderr)

@@ -40,9 +40,11 @@ MAX_RESTARTS = 8
 INPUT_TIMEOUT = 10
 RSS_LIMIT_MB = 2048
 
-_STATUS = re.compile(r"^#(\d+)\s+\w+\s+cov: (\d+) ft: (\d+) corp: (\d+)/")
+#: ``#1234\tINITED cov: 389 ft: 1195 corp: 26/3953b ...`` (libFuzzer's status lines): runs,
+#: event, edges, features, corpus size; and its final ``stat::name: value`` lines.
+STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/")
+STAT = re.compile(r"^stat::(\w+):\s+(\d+)")
 _UNIT = re.compile(r"Test unit written to (\S+)")
-_STAT = re.compile(r"^stat::(\w+):\s+(\d+)")
 
 
 @dataclass
@@ -96,14 +98,14 @@ def parse_output(text: str, stats: RunStats, target: str, offset: float, t0_exec
     """Fold one libFuzzer run's output into ``stats`` (``offset``: seconds before this run)."""
     start = None
     for line in text.splitlines():
-        m = _STATUS.match(line)
+        m = STATUS.match(line)
         if m:
-            execs, cov, ft, corp = map(int, m.groups())
+            execs, cov, ft, corp = int(m[1]), int(m[3]), int(m[4]), int(m[5])
             stats.coverage, stats.features, stats.corpus = max(stats.coverage, cov), max(stats.features, ft), corp
             stats.timeline.append([None, t0_execs + execs, cov, ft, corp])
             start = start or len(stats.timeline) - 1
             continue
-        m = _STAT.match(line)
+        m = STAT.match(line)
         if m:
             if m.group(1) == "number_of_executed_units":
                 stats.execs = t0_execs + int(m.group(2))

@@ -448,9 +448,12 @@ class LiveFuzzer:
         }
         path.with_suffix(".json").write_text(json.dumps(meta, indent=1) + "\n")
 
-    def reproduce_command(self, path: Path) -> str:
+    def reproduce_command(self, path: Path | str) -> str:
+        """The replay command; a target the kit started gets a new port each time, so the
+        address is left for the user there, else it is the target's."""
         profile = f" --profile {self.options.profile}" if self.options.profile else ""
-        return f"wirecheck replay {path} --protocol {self.spec.id}{profile} --target HOST:PORT"
+        address = "HOST:PORT" if self.managed is not None else f"{self.host}:{self.port}"
+        return f"wirecheck replay {path} --protocol {self.spec.id}{profile} --target {address}"
 
     def summary(self, started: float, elapsed: float) -> dict:
         return {
@@ -461,6 +464,7 @@ class LiveFuzzer:
             "restarts": self.managed.restarts if self.managed is not None else 0,
             "stopped": self.stopped,
             "findings": [{"kind": f.kind, "signature": f.signature, "count": f.count, "file": f.file,
-                          "reproduced": f.reproduced, "frames": len(f.frames), "bytes": len(f.data)}
+                          "reproduced": f.reproduced, "frames": len(f.frames), "bytes": len(f.data),
+                          "reproduce": self.reproduce_command(f.file)}
                          for f in self.findings.values()],
         }

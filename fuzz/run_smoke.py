@@ -15,22 +15,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from fuzz.inprocess import command
 from fuzz.targets import TARGETS, FuzzTarget  # noqa: F401  (TARGETS: re-exported)
 
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ = ROOT / "fuzz"
-
-
-def command(target: FuzzTarget, corpus_dir: Path, artifacts: Path, *, runs: int | None,
-            seconds: int | None) -> list[str]:
-    cmd = [sys.executable, "-m", target.module, str(corpus_dir),
-           f"-dict={FUZZ / 'dictionaries' / target.dictionary}",
-           f"-artifact_prefix={artifacts}/", "-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1"]
-    if runs is not None:
-        cmd.append(f"-runs={runs}")
-    if seconds is not None:
-        cmd.append(f"-max_total_time={seconds}")
-    return cmd
 
 
 def run_target(target: FuzzTarget, *, runs: int | None = None, seconds: int | None = None,

@@ -47,7 +47,7 @@ from reference_impl.blipmq.session import DEFAULT_API_KEY, BlipSession
 from reference_impl.blipmq.state import BrokerState
 from reference_impl.core.errors import FrameError
 
-from .state_matrix import MALFORMED, UNKNOWN, Matrix
+from .state_matrix import MALFORMED, UNKNOWN, Matrix, probe_answers
 
 #: Barrier PINGs use ids above every id the machine draws, so they cannot be confused.
 BARRIER_BASE = 2**63 + 0xB10B_0000
@@ -176,25 +176,17 @@ class WireDriver:
 
     def probe(self, steps: int, wire: bytes) -> tuple[list, bool]:
         """As :meth:`SessionDriver.probe`, on a new connection: (answers, closed by the target)."""
-        from conformance.target import TargetClosed, TargetError
         conn = self.connect()
         try:
             for frame in _setup(steps, self.api_key):
                 conn.send(frame)
                 conn.expect(Ack, correlation_id=frame.correlation_id, subscription_id=0)
             barrier = next(self._barriers)
-            answers = []
-            try:
-                conn.send(wire, Ping(barrier))
-                while True:
-                    frame = conn.recv(expecting=f"the close, or PONG or NACK({barrier}) to the barrier")
-                    if isinstance(frame, (Pong, Nack)) and frame.correlation_id == barrier:
-                        return answers, False
-                    answers.append(frame)
-                    if len(answers) > self.max_answers:
-                        raise TargetError(f"{len(answers)} answers to one frame and no barrier answer")
-            except TargetClosed:
-                return answers, True
+            conn.send(wire, Ping(barrier))
+            answers, answer = probe_answers(
+                lambda: conn.recv(expecting=f"the close, or PONG or NACK({barrier}) to the barrier"),
+                lambda f: isinstance(f, (Pong, Nack)) and f.correlation_id == barrier, self.max_answers)
+            return answers, answer is None
         finally:
             conn.close()
 

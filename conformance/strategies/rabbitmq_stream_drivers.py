@@ -17,7 +17,7 @@ from reference_impl.rabbitmq_stream.state import BrokerState
 from reference_impl.rabbitmq_stream.store import StreamStore
 
 from .rabbitmq_stream import SERVER_CLASSES
-from .state_matrix import UNKNOWN
+from .state_matrix import UNKNOWN, probe_answers
 
 #: Barrier Metadata requests use correlation ids above every id the machine draws.
 BARRIER_BASE = 0xB000_0000
@@ -221,9 +221,8 @@ class WireDriver:
         """As :meth:`SessionDriver.probe`, on a new connection, one frame per write (RabbitMQ
         3.10.8 drops a connection whose frames come pipelined before Open). A Close from the
         target is answered with a CloseResponse (it may wait for one, RMQS-FRAME-009)."""
-        from conformance.target import TargetClosed, TargetError
+        from conformance.target import TargetError
         conn = self.connect()
-        answers: list = []
         try:
             for frame, count in setup_frames(phase, self.user, self.password, self.vhost):
                 conn.send(frame)
@@ -233,21 +232,16 @@ class WireDriver:
                     raise TargetError(f"probe set-up {frame}: {got}")
             conn.send(wire)
             cid = next(self._barriers)
-            barrier_sent = False
-            while True:
-                if not closes and not barrier_sent:
-                    conn.send(probe_barrier(after or phase, cid))
-                    barrier_sent = True
-                frame = conn.recv(expecting="the close" if closes else "answers, then the barrier's")
-                if _is_barrier_answer(frame, cid):
-                    return answers, False
-                answers.append(frame)
+            if not closes:
+                conn.send(probe_barrier(after or phase, cid))
+
+            def answer_close(frame) -> None:
                 if isinstance(frame, codec.Close):
                     conn.send(codec.CloseResponse(frame.correlation_id, 1))
-                if len(answers) > self.max_answers:
-                    raise TargetError(f"{len(answers)} answers to one frame")
-        except TargetClosed:
-            return answers, True
+            answers, answer = probe_answers(
+                lambda: conn.recv(expecting="the close" if closes else "answers, then the barrier's"),
+                lambda f: _is_barrier_answer(f, cid), self.max_answers, answer_close)
+            return answers, answer is None
         finally:
             conn.close()
 

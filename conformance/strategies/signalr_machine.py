@@ -34,7 +34,7 @@ from reference_impl.signalr.messages import (Ack, CancelInvocation, Close, Compl
                                              Sequence, StreamCompletion, StreamInvocation, StreamItem)
 from reference_impl.signalr.session import HubConfig, HubSession
 
-from .state_matrix import MALFORMED, UNKNOWN, Matrix, excluding
+from .state_matrix import MALFORMED, UNKNOWN, Matrix, excluding, probe_answers
 
 TEXT = st.text(max_size=12)
 SMALL = st.integers(-1000, 1000)
@@ -185,22 +185,18 @@ class WireDriver:
     def probe(self, handshake: bool, wire: bytes) -> tuple[list, bool]:
         """As :meth:`SessionDriver.probe`, on a new connection. Before the handshake there is
         no barrier: the machine probes there only what must close the connection."""
-        from conformance.target import TargetClosed, TargetError
         conn = self.sig.connect(name="probe") if handshake else self.sig.open(name="probe")
         token = f"p{next(self._barriers)}-{self.sig.new_id()}"
         barrier = Invocation("Echo", [token], f"barrier-{token}")
-        answers: list = []
         try:
             conn.send(wire, *([barrier] if handshake else []))
-            while True:
-                message = self.sig.recv(conn, "the close, or answers then the barrier")
-                if isinstance(message, Completion) and message.invocation_id == barrier.invocation_id:
-                    return split_at_barrier(answers + [message], barrier.invocation_id, token), False
-                answers.append(message)
-                if len(answers) > self.max_answers:
-                    raise TargetError(f"{len(answers)} answers to one message and no barrier")
-        except TargetClosed:
-            return answers, True
+            answers, answer = probe_answers(
+                lambda: self.sig.recv(conn, "the close, or answers then the barrier"),
+                lambda m: isinstance(m, Completion) and m.invocation_id == barrier.invocation_id,
+                self.max_answers)
+            if answer is None:
+                return answers, True
+            return split_at_barrier(answers + [answer], barrier.invocation_id, token), False
         finally:
             conn.close()
 

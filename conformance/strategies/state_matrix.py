@@ -66,3 +66,24 @@ class Matrix:
 def excluding(states, frames, reason: str) -> dict:
     """Every (state, frame) pair of ``states`` x ``frames``, with one reason."""
     return {(s, f): reason for s in states for f in frames}
+
+
+def probe_answers(recv, is_barrier, limit: int, on_answer=None) -> tuple[list, object]:
+    """What a probe connection answers, over the wire: frames from ``recv()`` until the one
+    ``is_barrier`` accepts -> (the frames before it, that frame), or until the target closes ->
+    (the frames, None). More than ``limit`` answers without the barrier's is a TargetError;
+    ``on_answer(frame)`` may reply to an answer (a Close wants its CloseResponse)."""
+    from conformance.target import TargetClosed, TargetError
+    answers: list = []
+    try:
+        while True:
+            frame = recv()
+            if is_barrier(frame):
+                return answers, frame
+            answers.append(frame)
+            if on_answer is not None:
+                on_answer(frame)
+            if len(answers) > limit:
+                raise TargetError(f"{len(answers)} answers on a probe connection and no barrier answer")
+    except TargetClosed:
+        return answers, None

@@ -17,6 +17,8 @@ from reference_impl.vibemq.constants import CommandType as T
 from reference_impl.vibemq.session import DEFAULT_PASSWORD, SessionConfig, VibeSession
 from reference_impl.vibemq.state import BrokerState, StateConfig
 
+from .state_matrix import probe_answers
+
 QUEUE_POOL = 3                 # few names, so creates collide and deleted queues come back
 
 
@@ -180,21 +182,14 @@ class WireDriver:
 
     def probe(self, connect: bool, messages: list) -> tuple[list, bool]:
         """As :meth:`SessionDriver.probe`, on a new connection (not paced: one per step)."""
-        from conformance.target import TargetClosed, TargetError
         conn = self.vibe.connect(name="probe") if connect else self.vibe.open("probe")
         pid = self.vibe.new_id("barrier")
-        answers: list = []
         try:
             conn.send(*messages, Message(T.PING, pid))
-            while True:
-                message = self.vibe.recv(conn, f"the close, or answers then the barrier's Pong({pid})")
-                if message.type == T.PONG and message.id == pid:
-                    return answers, False
-                answers.append(message)
-                if len(answers) > len(messages) + self.max_answers:
-                    raise TargetError(f"{len(answers)} answers to {len(messages)} messages and no barrier")
-        except TargetClosed:
-            return answers, True
+            answers, answer = probe_answers(
+                lambda: self.vibe.recv(conn, f"the close, or answers then the barrier's Pong({pid})"),
+                lambda m: m.type == T.PONG and m.id == pid, len(messages) + self.max_answers)
+            return answers, answer is None
         finally:
             conn.close()
 
