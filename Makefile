@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: captures install real-peers signalr-clients browser tshark allure-cli report-allure run demo test bench fuzz fuzz-smoke lint clean
+.PHONY: captures install real-peers signalr-clients browser tshark java spark allure-cli report-allure run demo test bench fuzz fuzz-smoke lint clean
 
 install: $(STAMP)
 
@@ -53,14 +53,19 @@ tshark:
 	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends tshark || \
 	    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends tshark; }; }; }
 
-# allure's command line from npm (pinned by tools/allure/package-lock.json) and a Java runtime
-# for it (Debian's default JRE unless one is there).
-ALLURE_DIR := tools/allure
-ALLURE     := $(ALLURE_DIR)/node_modules/.bin/allure
-allure-cli: $(ALLURE_DIR)/node_modules/.installed
+# A Java runtime (Debian's default JRE, 17 on bookworm, unless one is there): for allure's
+# command line and for Spark (wirecheck analyze; pyspark itself comes with `make install`).
+java:
 	command -v java >/dev/null || \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends default-jre-headless || \
 	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends default-jre-headless; }
+
+spark: install java
+
+# allure's command line from npm (pinned by tools/allure/package-lock.json).
+ALLURE_DIR := tools/allure
+ALLURE     := $(ALLURE_DIR)/node_modules/.bin/allure
+allure-cli: java $(ALLURE_DIR)/node_modules/.installed
 
 $(ALLURE_DIR)/node_modules/.installed: $(ALLURE_DIR)/package.json $(ALLURE_DIR)/package-lock.json
 	cd $(ALLURE_DIR) && npm ci --no-audit --no-fund --loglevel=error
@@ -73,7 +78,7 @@ report-allure: install allure-cli
 	-$(VENV)/bin/wirecheck run --reports reports --alluredir reports/allure-results
 	$(ALLURE) generate reports/allure-results -o reports/allure-report --clean
 
-test: install real-peers signalr-clients browser allure-cli tshark
+test: install real-peers signalr-clients browser allure-cli tshark spark
 	$(PY) -m pytest -n auto -q $(PYTEST_ARGS)
 
 bench: install real-peers

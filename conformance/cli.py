@@ -336,6 +336,18 @@ def cmd_decode(args) -> int:
     return EXIT_OK
 
 
+# -- analyze, analyze-fuzz (Spark) -------------------------------------------------------------
+
+def cmd_analyze(args) -> int:
+    from pipeline.command import run_analyze
+    return run_analyze(args)
+
+
+def cmd_analyze_fuzz(args) -> int:
+    from pipeline.command import run_analyze_fuzz
+    return run_analyze_fuzz(args)
+
+
 # -- run (make run) ----------------------------------------------------------------------------
 
 def cmd_run(args) -> int:
@@ -444,6 +456,17 @@ def build_parser() -> argparse.ArgumentParser:
     from fuzz.command import add_arguments
     add_arguments(s, _protocol)
     s.set_defaults(func=cmd_fuzz)
+
+    from pipeline.command import add_analyze_arguments, add_fuzz_arguments
+    s = sub.add_parser("analyze", help="passive conformance checking of capture corpora on Spark: "
+                                       "frames, violations, flows and stats as Parquet tables")
+    add_analyze_arguments(s, _protocol)
+    s.set_defaults(func=cmd_analyze)
+
+    s = sub.add_parser("analyze-fuzz", help="aggregate fuzz campaign summaries on Spark (exec/s, "
+                                            "coverage over time, corpus growth, findings over runs)")
+    add_fuzz_arguments(s)
+    s.set_defaults(func=cmd_analyze_fuzz)
 
     s = sub.add_parser("run", help="every protocol's reference broker + black-box suite")
     s.add_argument("--reports", default="reports")

@@ -45,12 +45,22 @@ class ProtocolSpec:
     #: connection that any live server answers with at least one frame (the network fuzzer's
     #: and byte-file replay's liveness check).
     liveness: str = ""
+    #: ``"module:Class"``: the protocol's :class:`reference_impl.core.observer.Observer`
+    #: (its session rules checking both sides of a recorded conversation); empty: the base
+    #: observer, which checks framing only.
+    observer: str = ""
 
     def capture_decoder(self, **kwargs):
         return (self.make_capture_decoder or self.make_decoder)(**kwargs)
 
     def liveness_probe(self, profile: str | None = None) -> bytes:
         return self.load("liveness")(profile)
+
+    def make_observer(self, profile: str | None = None):
+        if not self.observer:
+            from .observer import Observer
+            return Observer(profile)
+        return self.load("observer")(profile)
 
     def load(self, slot: str):
         """Import a lazy slot: ``"pkg.mod"`` -> module, ``"pkg.mod:Name"`` -> attribute."""

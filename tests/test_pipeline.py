@@ -1,0 +1,176 @@
+"""The capture pipeline (pipeline/): the Spark job against the plain decoder and the plain
+per-flow analysis on the same captures, one capture split by flows, the CLI."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conformance.pcapdecode import decode_pcap
+from conformance.pcapfile import PcapWriter, TcpConversation
+from pipeline import schema
+from pipeline.local import analyze as analyze_plain
+from pipeline.spark_job import analyze
+from pipeline.synthetic import write_set
+from reference_impl.blipmq import codec as blip
+from reference_impl.core import registry
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPTURES = ROOT / "captures"
+
+pytestmark = pytest.mark.slow
+
+
+def _rows(spark, out, table: str) -> list[dict]:
+    return [r.asDict() for r in spark.read.parquet(os.path.join(out, table)).collect()]
+
+
+def _key(table: str, row: dict) -> tuple:
+    return tuple(json.dumps(row[c], sort_keys=True, default=str) for c, _ in schema.TABLES[table])
+
+
+def _same_rows(spark, out: str, plain: dict, table: str) -> None:
+    got = sorted(_key(table, r) for r in _rows(spark, out, table))
+    want = sorted(_key(table, r) for r in plain[table])
+    assert len(got) == len(want), f"{table}: {len(got)} rows on Spark, {len(want)} plain"
+    assert got == want, f"{table}: rows differ"
+
+
+def _decoder_counts(path: str, spec) -> tuple[int, int]:
+    """Frames and error lines ``wirecheck decode --pcap`` prints for the capture."""
+    out = io.StringIO()
+    decode_pcap(spec, path, out=out)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    errors = sum("category" in line and "error" in line for line in lines)
+    return len(lines) - errors, errors
+
+
+@pytest.fixture(scope="module")
+def repository_run(spark, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("analyze") / "a")
+    summary = analyze([str(CAPTURES)], out, spark=spark)
+    return out, summary
+
+
+def test_repository_captures_frame_counts_equal_the_decoders(spark, repository_run):
+    out, summary = repository_run
+    assert set(os.listdir(out)) >= {*schema.TABLES, "summary.json"}
+    frames = Counter(r["file"] for r in _rows(spark, out, "frames"))
+    errors = Counter()
+    for r in _rows(spark, out, "flows"):
+        errors[r["file"]] += r["errors"]
+    checked = 0
+    for spec in registry.all_protocols():
+        for path in sorted((CAPTURES / spec.id).rglob("*.pcap*")):
+            if path.suffix == ".json":
+                continue
+            want_frames, want_errors = _decoder_counts(str(path), spec)
+            assert frames[str(path)] == want_frames, path
+            assert errors[str(path)] == want_errors, path
+            checked += 1
+    assert checked >= 10 and summary["files"] == checked
+    assert summary["rows"]["frames"] == sum(frames.values())
+
+
+def test_repository_captures_rows_equal_the_plain_analysis(spark, repository_run):
+    out, _ = repository_run
+    plain = analyze_plain([str(CAPTURES)])
+    for table in schema.ROW_TABLES:
+        _same_rows(spark, out, plain, table)
+
+
+def test_stats_agree_with_the_frames(spark, repository_run):
+    out, _ = repository_run
+    plain = analyze_plain([str(CAPTURES)])
+    stats = _rows(spark, out, "stats")
+    by = {(r["protocol"], r["metric"], r["key"]): r for r in stats}
+    types = Counter((f["protocol"], f["type"]) for f in plain["frames"])
+    assert {(p, k): r["count"] for (p, m, k), r in by.items() if m == "type"} == types
+    for protocol in {p for p, _ in types}:
+        sizes = sum(r["count"] for (p, m, _), r in by.items() if p == protocol and m == "size")
+        assert sizes == sum(n for (p, _), n in types.items() if p == protocol)
+        answered = [f["latency"] for f in plain["frames"] if f["protocol"] == protocol and f["latency"] is not None]
+        if answered:
+            assert by[(protocol, "latency", "p50")]["count"] == len(answered)
+            assert by[(protocol, "latency", "max")]["value"] == pytest.approx(max(answered))
+        flows = [f for f in plain["flows"] if f["protocol"] == protocol]
+        assert by[(protocol, "flows", "flows")]["count"] == len(flows)
+        assert by[(protocol, "flows", "bytes")]["value"] == sum(f["bytes_c2s"] + f["bytes_s2c"] for f in flows)
+    codes = Counter((f["protocol"], f"{f['type']} {f['code']}") for f in plain["frames"] if f["code"] is not None)
+    assert {(p, k): r["count"] for (p, m, k), r in by.items() if m == "code"} == codes
+
+
+def _blip_conversation(w, client, t0: float, isn=(0x1000_0000, 0x2000_0000)) -> None:
+    conv = TcpConversation(w, client, ("10.9.0.1", 5555), t0, isn)
+    conv.data("c2s", blip.encode(blip.Hello(1)), t0 + 0.01)
+    conv.data("s2c", blip.encode(blip.Ack(1)), t0 + 0.02)
+    conv.data("c2s", blip.encode(blip.Ping(2)), t0 + 0.03)
+    conv.data("s2c", blip.encode(blip.Pong(2)), t0 + 0.05)
+    conv.close("c2s", t0 + 0.06)
+    conv.close("s2c", t0 + 0.07)
+
+
+def test_one_capture_is_split_by_flows(spark, tmp_path):
+    """One capture file, many conversations (two on the same addresses): its conversations are
+    analyzed in several partitions, and the rows are the plain analysis's."""
+    path = tmp_path / "one.pcap"
+    with PcapWriter(str(path)) as w:
+        for n in range(40):
+            _blip_conversation(w, ("10.1.0.2", 30000 + n), 100.0 + n)
+        _blip_conversation(w, ("10.1.0.2", 30000), 200.0, isn=(0x3000_0000, 0x4000_0000))
+    out = str(tmp_path / "a")
+    analyze([str(path)], out, spark=spark, partitions=4)
+    from pyspark.sql import functions as F
+    parts = (spark.read.parquet(os.path.join(out, "frames")).select(F.input_file_name().alias("part"))
+             .distinct().count())
+    assert parts >= 2, "the capture's conversations were not spread over partitions"
+    plain = analyze_plain([str(path)])
+    assert len(plain["flows"]) == 41
+    assert sorted(f["flow"] for f in plain["flows"])[:2] == ["10.1.0.2:30000->10.9.0.1:5555",
+                                                             "10.1.0.2:30000->10.9.0.1:5555#1"]
+    for table in schema.ROW_TABLES:
+        _same_rows(spark, out, plain, table)
+
+
+def test_synthetic_set_rows_equal_the_plain_analysis(spark, tmp_path):
+    paths = write_set(str(tmp_path / "set"), 400_000, 3)
+    out = str(tmp_path / "a")
+    summary = analyze(paths, out, spark=spark)
+    plain = analyze_plain(paths)
+    assert summary["files"] == 3 and summary["rows"]["flows"] == len(plain["flows"]) > 50
+    for table in schema.ROW_TABLES:
+        _same_rows(spark, out, plain, table)
+
+
+def test_cli_analyze_writes_the_four_tables(tmp_path):
+    out = tmp_path / "a"
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "analyze", str(CAPTURES / "blipmq"),
+                           "--out", str(out), "--master", "local[1]", "--json"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert proc.returncode == (1 if summary["rows"]["violations"] else 0), proc.stderr[-2000:]
+    assert set(summary["rows"]) == set(schema.TABLES)
+    for table in schema.TABLES:
+        assert any(f.endswith(".parquet") for f in os.listdir(out / table)), table
+    frames = sum(_decoder_counts(str(p), registry.get("blipmq"))[0]
+                 for p in sorted((CAPTURES / "blipmq").glob("*.pcap.gz")))
+    assert summary["rows"]["frames"] == frames
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["analyze", "captures", "--out", "/tmp/x", "--port", "9999"], "need --protocol"),
+    (["analyze", "/no/such/capture", "--out", "/tmp/x"], "no such file"),
+    (["analyze", "README.md", "--out", "/tmp/x"], "not a pcap"),
+    (["analyze", "captures", "--out", "/tmp/x", "--protocol", "blipmq", "--profile", "nope"], "nope"),
+    (["analyze-fuzz", "README.md", "--out", "/tmp/x"], "not a fuzz campaign summary"),
+])
+def test_cli_refuses_bad_input_before_starting_spark(argv, message, capsys):
+    from conformance.cli import main
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
