@@ -166,6 +166,34 @@ def _stats(spark, out: str):
     return stats
 
 
+#: Example violations kept per requirement in the summary's report block.
+EXAMPLES = 3
+
+
+def report_block(spark, out: str) -> dict:
+    """What ``wirecheck report`` shows of an analysis (summary.json's ``"report"``, so the
+    report needs no Parquet reader): violations by requirement (count, conversations, the
+    first :data:`EXAMPLES` of them) and the whole ``stats`` table (small: one row per
+    protocol and type, size bucket, code, latency figure, requirement, total)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    violations = spark.read.parquet(os.path.join(out, "violations"))
+    key = ("protocol", "requirement", "level")
+    counts = violations.groupBy(*key).agg(
+        F.count("*").alias("count"), F.countDistinct("file", "flow").alias("flows")).collect()
+    first = Window.partitionBy(*key).orderBy("file", "flow", "index")
+    examples: dict = {}
+    for r in (violations.withColumn("n", F.row_number().over(first)).where(F.col("n") <= EXAMPLES)
+              .orderBy(*key, "n").collect()):
+        examples.setdefault((r["protocol"], r["requirement"], r["level"]), []).append(
+            {c: r[c] for c in ("file", "flow", "index", "direction", "message")})
+    stats = spark.read.parquet(os.path.join(out, "stats")).orderBy("protocol", "metric", "key").collect()
+    return {"violations": [{**{c: r[c] for c in (*key, "count", "flows")},
+                            "examples": examples.get(tuple(r[c] for c in key), [])}
+                           for r in sorted(counts, key=lambda r: (r["protocol"], r["requirement"]))],
+            "stats": [r.asDict() for r in stats]}
+
+
 def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: Optional[str] = None,
             ports: Iterable[int] = (), profile: Optional[str] = None, partitions: Optional[int] = None,
             spark=None) -> dict:
@@ -199,10 +227,11 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
         rows.unpersist()
         _stats(spark, out).coalesce(1).write.mode("overwrite").parquet(os.path.join(out, "stats"))
         counts["stats"] = spark.read.parquet(os.path.join(out, "stats")).count()
+        report = report_block(spark, out)
         summary = {"kind": "capture-analysis", "master": sc.master, "out": os.path.abspath(out), "partitions": n,
                    "files": len(files), "input_bytes": sum(os.path.getsize(f) for f in files),
                    "protocol": protocol, "profile": profile, "rows": counts,
-                   "seconds": round(time.monotonic() - t0, 2)}
+                   "seconds": round(time.monotonic() - t0, 2), "report": report}
     finally:
         if own:
             spark.stop()

@@ -1,0 +1,180 @@
+"""Capture analysis speed and memory: ``wirecheck analyze`` on ``local[1]`` and ``local[2]``
+over one generated capture set, tshark reading the same files, and memory as the input grows.
+
+The set is made by pipeline/synthetic.py from the repository's recorded conversations (every
+protocol, mixed), ``--mb`` megabytes of pcap files (default 500, as issue 10 asks; ``--quick``
+a few MB). Each analysis runs as its own ``wirecheck analyze`` process (Spark's JVM and its
+Python workers included), and the whole process tree's resident memory is sampled meanwhile.
+
+Figures:
+
+- ``pipeline.local1.mbps`` / ``pipeline.local2.mbps``: MB of pcap per second of wall time
+  (the job's own ``seconds``, JVM start-up excluded); ``pipeline.scaling`` local[2] over
+  local[1], goal >= 1.7;
+- ``pipeline.vs_tshark``: local[2]'s MB/s over ``tshark -r FILE -q`` reading (and
+  dissecting, with no protocol of ours to decode) the same files one after another; a figure,
+  no goal (tshark is C, and decodes none of these protocols' frames);
+- ``pipeline.memory.growth``: peak resident memory of the whole tree (driver, JVM, workers)
+  on the full set over that on a quarter of it, goal <= 1.25 (flat: memory does not follow
+  the input); ``pipeline.memory.worker``: the largest Python worker's peak, MB.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_blipmq_decode import result  # noqa: E402
+from pipeline.synthetic import write_set  # noqa: E402
+
+MB = 1e6
+DEFAULT_MB = 500.0
+QUICK_MB = 6.0
+FILES = 20
+QUICK_FILES = 4
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as fh:
+            return [int(x) for x in fh.read().split()]
+    except OSError:
+        return []
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MB
+    except OSError:
+        return 0.0
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class TreeMemory:
+    """Samples the resident memory of a process and all its descendants every ``interval``."""
+
+    def __init__(self, pid: int, interval: float = 0.2) -> None:
+        self.pid, self.interval = pid, interval
+        self.peak_total = self.peak_worker = self.peak_jvm = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            total, todo = 0.0, [self.pid]
+            while todo:
+                pid = todo.pop()
+                rss = _rss_mb(pid)
+                total += rss
+                cmd = _cmdline(pid)
+                if "pyspark" in cmd and "daemon" in cmd or "worker" in cmd and "python" in cmd:
+                    self.peak_worker = max(self.peak_worker, rss)
+                elif "java" in cmd.split(" ", 1)[0]:
+                    self.peak_jvm = max(self.peak_jvm, rss)
+                todo += _children(pid)
+            self.peak_total = max(self.peak_total, total)
+            self._stop.wait(self.interval)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def analyze_once(paths_dir: str, master: str, out: str) -> dict:
+    """One ``wirecheck analyze`` process; its summary plus the tree's peak memory."""
+    cmd = [sys.executable, "-m", "conformance.cli", "analyze", paths_dir, "--out", out,
+           "--master", master, "--json"]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    memory = TreeMemory(proc.pid)
+    stdout, stderr = proc.communicate()
+    memory.stop()
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"wirecheck analyze exited {proc.returncode}:\n{stderr[-3000:]}")
+    summary = json.loads(stdout.strip().splitlines()[-1])
+    summary.pop("report", None)
+    return {**summary, "wall": time.perf_counter() - t0, "peak_total_mb": memory.peak_total,
+            "peak_worker_mb": memory.peak_worker, "peak_jvm_mb": memory.peak_jvm}
+
+
+def tshark_seconds(paths: list[str]) -> float | None:
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        return None
+    t0 = time.perf_counter()
+    for path in paths:
+        subprocess.run([tshark, "-n", "-r", path, "-q"], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def run(quick: bool = False, mb: float | None = None, files: int | None = None) -> list[dict]:
+    mb = mb or (QUICK_MB if quick else DEFAULT_MB)
+    files = files or (QUICK_FILES if quick else FILES)
+    out: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="wirecheck-bench-pipeline-") as tmp:
+        full, quarter = os.path.join(tmp, "full"), os.path.join(tmp, "quarter")
+        # pcap bytes run about 1.4x the TCP payload (per-segment headers): aim at file bytes.
+        paths = write_set(full, int(mb * MB / 1.4), files)
+        size = sum(os.path.getsize(p) for p in paths)
+        one = analyze_once(full, "local[1]", os.path.join(tmp, "out1"))
+        two = analyze_once(full, "local[2]", os.path.join(tmp, "out2"))
+        out += [result("pipeline.input", round(size / MB, 1), "MB of pcap"),
+                result("pipeline.frames", float(two["rows"]["frames"]), "frames"),
+                result("pipeline.local1.mbps", round(size / MB / one["seconds"], 2), "MB/s"),
+                result("pipeline.local2.mbps", round(size / MB / two["seconds"], 2), "MB/s"),
+                result("pipeline.scaling", round(one["seconds"] / two["seconds"], 3), "x",
+                       round(size / MB / one["seconds"], 2), round(one["seconds"] / two["seconds"], 3), ">= 1.7")]
+        seconds = tshark_seconds(paths)
+        if seconds is not None:
+            out.append(result("pipeline.vs_tshark", round(size / MB / two["seconds"], 2), "MB/s",
+                              round(size / MB / seconds, 2), round(seconds / two["seconds"], 3)))
+        small = write_set(quarter, int(mb * MB / 1.4 / 4), max(files // 4, 1))
+        small_size = sum(os.path.getsize(p) for p in small)
+        q = analyze_once(quarter, "local[2]", os.path.join(tmp, "outq"))
+        growth = two["peak_total_mb"] / q["peak_total_mb"] if q["peak_total_mb"] else None
+        out += [result("pipeline.memory.quarter", round(q["peak_total_mb"], 1), "MB peak",
+                       round(small_size / MB, 1)),
+                result("pipeline.memory.full", round(two["peak_total_mb"], 1), "MB peak", round(size / MB, 1)),
+                result("pipeline.memory.growth", round(growth, 3) if growth else 0.0, "x",
+                       round(q["peak_total_mb"], 1), round(growth, 3) if growth else None, "<= 1.25"),
+                result("pipeline.memory.worker", round(max(one["peak_worker_mb"], two["peak_worker_mb"]), 1),
+                       "MB peak"),
+                result("pipeline.memory.jvm", round(two["peak_jvm_mb"], 1), "MB peak")]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.bench_pipeline [--mb N] [--files K] [--quick]``: JSON lines."""
+    import argparse
+    p = argparse.ArgumentParser(prog="python -m benchmarks.bench_pipeline", description=main.__doc__)
+    p.add_argument("--mb", type=float, default=None, help=f"MB of pcap (default {DEFAULT_MB:.0f})")
+    p.add_argument("--files", type=int, default=None)
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args(argv)
+    for r in run(quick=args.quick, mb=args.mb, files=args.files):
+        print(json.dumps(r), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

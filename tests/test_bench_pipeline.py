@@ -1,0 +1,33 @@
+"""benchmarks/bench_pipeline.py on a small set: every figure is there and sensible (timings
+vary by machine: nothing here asserts on them)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from benchmarks.bench_pipeline import TreeMemory, run
+
+pytestmark = pytest.mark.slow
+
+NAMES = {"pipeline.input", "pipeline.frames", "pipeline.local1.mbps", "pipeline.local2.mbps",
+         "pipeline.scaling", "pipeline.memory.quarter", "pipeline.memory.full",
+         "pipeline.memory.growth", "pipeline.memory.worker", "pipeline.memory.jvm"}
+
+
+def test_tree_memory_sees_this_process():
+    m = TreeMemory(os.getpid(), interval=0.01)
+    m._stop.wait(0.05)
+    m.stop()
+    assert m.peak_total > 10
+
+
+def test_small_pipeline_benchmark_reports_every_figure():
+    results = {r["name"]: r for r in run(mb=3.0, files=2)}
+    assert NAMES <= set(results) <= NAMES | {"pipeline.vs_tshark"}
+    assert 2.0 < results["pipeline.input"]["value"] < 4.5
+    assert results["pipeline.frames"]["value"] > 10_000
+    for name in ("pipeline.scaling", "pipeline.memory.growth"):
+        assert results[name]["ratio"] > 0 and isinstance(results[name]["met"], bool)
+    assert results["pipeline.memory.jvm"]["value"] > 50      # the JVM was found in the tree
+    assert results["pipeline.memory.worker"]["value"] > 10   # and a Python worker
