@@ -43,20 +43,46 @@ class SparkUnavailable(RuntimeError):
     """pyspark or a Java runtime is missing."""
 
 
-def _segment_key(file: str, seg) -> str:
+def _segment_key(seg) -> str:
     a, b = sorted((seg.src, seg.dst))
     return f"{a[0]}|{a[1]}|{b[0]}|{b[1]}"
 
 
+#: Segments of one address pair sent through the shuffle as one record (fewer, larger
+#: records: the shuffle's cost is per record), and the bytes held for all pairs at most
+#: before every batch is sent as it is.
+BATCH_SEGMENTS = 64
+BATCH_HOLD_BYTES = 32 << 20
+
+
 def read_file(file: str, ports: frozenset) -> Iterator[tuple]:
-    """Step 1: ``((file, pair, n), segment fields)`` for the TCP segments of ``file`` on
-    ``ports``, ``n`` counting the file's segments (the capture order)."""
+    """Step 1: ``((file, pair, n), [segment fields, ...])`` for the TCP segments of ``file``
+    on ``ports``, a pair's consecutive segments in batches; ``n`` is the place in the file of
+    a batch's first segment, so sorting by the key puts each pair's segments in file order."""
     from conformance.pcapfile import PcapReader
+    held: dict[str, tuple[int, list]] = {}
+    held_bytes = 0
     with PcapReader(file) as reader:
         for n, seg in enumerate(reader):
-            if seg.src[1] in ports or seg.dst[1] in ports:
-                yield ((file, _segment_key(file, seg), n),
-                       (seg.time, seg.src, seg.dst, seg.seq, seg.ack, seg.flags, seg.data))
+            if seg.src[1] not in ports and seg.dst[1] not in ports:
+                continue
+            pair = _segment_key(seg)
+            batch = held.get(pair)
+            if batch is None:
+                batch = held[pair] = (n, [])
+            batch[1].append((seg.time, seg.src, seg.dst, seg.seq, seg.ack, seg.flags, seg.data))
+            held_bytes += len(seg.data)
+            if len(batch[1]) >= BATCH_SEGMENTS:
+                del held[pair]
+                held_bytes -= sum(len(f[6]) for f in batch[1])
+                yield (file, pair, batch[0]), batch[1]
+            elif held_bytes > BATCH_HOLD_BYTES:
+                for key, (first, segs) in held.items():
+                    yield (file, key, first), segs
+                held.clear()
+                held_bytes = 0
+    for key, (first, segs) in held.items():
+        yield (file, key, first), segs
 
 
 def analyze_partition(items: Iterable[tuple], protocol: Optional[str], extra_ports: tuple,
@@ -65,7 +91,7 @@ def analyze_partition(items: Iterable[tuple], protocol: Optional[str], extra_por
     from conformance.pcapfile import Segment
     by_port = specs_by_port(protocols(protocol), extra_ports)
     for (file, _pair), group in itertools.groupby(items, key=lambda kv: kv[0][:2]):
-        segments = (Segment(*fields) for _key, fields in group)
+        segments = (Segment(*fields) for _key, batch in group for fields in batch)
         for table, row in iter_rows(file, segments, by_port, profile, level):
             yield table, schema.as_tuple(table, row)
 

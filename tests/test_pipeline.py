@@ -174,3 +174,27 @@ def test_cli_refuses_bad_input_before_starting_spark(argv, message, capsys):
     from conformance.cli import main
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("batch,hold", [(64, 32 << 20), (3, 32 << 20), (64, 100), (1, 1)])
+def test_read_file_batches_sort_back_to_file_order(tmp_path, monkeypatch, batch, hold):
+    """Step 1's batches, sorted by their key as the shuffle sorts them, give each address pair's
+    segments in file order, whatever the batch and hold limits."""
+    from conformance.pcapfile import PcapReader
+    from pipeline import spark_job
+    monkeypatch.setattr(spark_job, "BATCH_SEGMENTS", batch)
+    monkeypatch.setattr(spark_job, "BATCH_HOLD_BYTES", hold)
+    path = tmp_path / "mixed.pcap"
+    with PcapWriter(str(path)) as w:
+        for n in range(5):
+            _blip_conversation(w, ("10.1.0.2", 31000 + n), 100.0 + n / 10)
+    records = sorted(spark_job.read_file(str(path), frozenset({5555})))
+    got: dict = {}
+    for (_file, pair, _n), segs in records:
+        got.setdefault(pair, []).extend(segs)
+    want: dict = {}
+    with PcapReader(str(path)) as reader:
+        for seg in reader:
+            want.setdefault(spark_job._segment_key(seg), []).append(
+                (seg.time, seg.src, seg.dst, seg.seq, seg.ack, seg.flags, seg.data))
+    assert got == want and len(want) == 5
