@@ -3,13 +3,15 @@
     wirecheck protocols [--json]
     wirecheck serve   --protocol P [--host H] [--port N] [--data-dir DIR] [--api-key K ...] [--raw-port N]
     wirecheck check   --protocol P [--target HOST:PORT] [--profile NAME|FILE] [--report FILE] [-n N]
-    wirecheck report  RESULTS... --out FILE.html|FILE.json|DIR   # result files and fuzz campaign summaries
+    wirecheck report  RESULTS... --out FILE.html|FILE.json|DIR   # result files, fuzz campaign summaries, capture analyses
     wirecheck serve   ... --capture FILE.pcap          # record every connection (no root needed)
     wirecheck record  --listen HOST:PORT --upstream HOST:PORT --capture FILE.pcap
     wirecheck decode  --protocol P [--profile NAME] (--hex HEX | --file F | --pcap F [--port N ...])
     wirecheck replay  PCAP|BYTES --target HOST:PORT [--protocol P] [--rechunk] [--report FILE]
     wirecheck fuzz    --protocol P (--decoder|--nested|--session|--target HOST:PORT|--serve|--command CMD) [--time S] [--json]
     wirecheck fuzz    --all [--time 10m]                # a campaign over every target, both cores
+    wirecheck analyze CAPTURES... --out DIR [--master URL] [--protocol P] [--port N] [--profile NAME]
+    wirecheck analyze-fuzz RUNS... --out DIR [--master URL]
     wirecheck run     [--reports DIR] [--protocol P ...] [--alluredir DIR]   # brokers + suites (``make run``)
 """
 from __future__ import annotations
@@ -281,7 +283,7 @@ def cmd_report(args) -> int:
     except ReportError as exc:
         print(f"wirecheck report: {exc}", file=sys.stderr)
         return EXIT_HARNESS
-    for path in write(inputs.runs, args.out, inputs.campaigns):
+    for path in write(inputs.runs, args.out, inputs.campaigns, inputs.analyses):
         print(f"wrote {path}")
     return EXIT_OK
 
@@ -405,10 +407,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
     s.set_defaults(func=cmd_check)
 
-    s = sub.add_parser("report", help="merge result files and fuzz campaign summaries into the HTML report "
-                                      "and/or index.json")
+    s = sub.add_parser("report", help="merge result files, fuzz campaign summaries and capture analyses "
+                                      "into the HTML report and/or index.json")
     s.add_argument("results", nargs="+", help="result files (check/replay --report FILE.json), fuzz campaign "
-                                              "summaries (fuzz --all), or directories of them")
+                                              "summaries (fuzz --all), capture analyses (analyze --out DIR: "
+                                              "DIR or DIR/summary.json), or directories of them")
     s.add_argument("--out", required=True,
                    help="FILE.html (HTML report), FILE.json (index.json + transcripts/ beside it), or a "
                         "directory (index.html and index.json)")

@@ -15,6 +15,10 @@ time drawn from the job's timeline as a small inline SVG); its findings deduplic
 jobs (kind, signature, which jobs found it, count, file, minimized size, the command that
 reproduces it). Job and finding rows carry ``data-proto`` and ``data-failed`` (a job that
 found something or failed), so the protocol and failed-only filters apply to them too.
+
+With capture analyses (``wirecheck analyze``), a "Captures" section (conformance/report_captures.py):
+violations by requirement, linked to the requirement's row in its protocol's section, and per
+protocol the frame types and sizes as bar charts, latency, codes and totals.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ import html
 import time
 
 from conformance import verdicts
-from conformance.results import UNTESTABLE, Campaign, Run
+from conformance.results import UNTESTABLE, Analysis, Campaign, Run
 
 #: Verdicts shown as "failed" by the failed-only filter.
 FAILED = {verdicts.FAIL, verdicts.TIMEOUT, verdicts.HARNESS_ERROR, verdicts.NON_STRICT}
@@ -55,6 +59,8 @@ th{background:#f0f0f0}.num{text-align:right}
 .chart line{stroke:#d0d7de}.k-crash{background:#cf222e}.k-hang,.k-timeout{background:#8250df}
 .k-oom{background:#bf8700}.k-violation{background:#0969da}.k-error,.k-job-error{background:#000}
 .k-other{background:#57606a}header a{color:#fff}
+.bars rect{fill:#0969da}.bars g:hover rect{fill:#0550ae}.charts{display:flex;flex-wrap:wrap;gap:8px 32px}
+.rid{white-space:nowrap}figure{margin:4px 0}figcaption{font-size:12px;color:#57606a}
 """
 
 _JS = """
@@ -96,26 +102,56 @@ def _anchor(*parts: str) -> str:
     return "-".join("".join(c if c.isalnum() else "_" for c in p) for p in parts)
 
 
-def render(runs: list[Run], title: str = "wirecheck compliance report", campaigns: list[Campaign] = ()) -> str:
-    protocols = sorted({p for r in runs for p in r.protocols} | {p for c in campaigns for p in c.protocols})
-    fuzzing = f" &middot; <a href='#fuzzing'>{len(campaigns)} fuzz campaign(s)</a>" if campaigns else ""
+def render(runs: list[Run], title: str = "wirecheck compliance report", campaigns: list[Campaign] = (),
+           analyses: list[Analysis] = ()) -> str:
+    protocols = sorted({p for r in runs for p in r.protocols} | {p for c in campaigns for p in c.protocols}
+                       | {p for a in analyses for p in a.protocols})
+    links = (f" &middot; <a href='#fuzzing'>{len(campaigns)} fuzz campaign(s)</a>" if campaigns else "") + (
+        f" &middot; <a href='#captures'>{len(analyses)} capture analysis(es)</a>" if analyses else "")
     out = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>"
            f"<style>{_CSS}</style></head><body>",
            f"<header><h1>{_e(title)}</h1><div>generated {_e(time.strftime('%Y-%m-%d %H:%M:%S %Z'))}"
-           f" &middot; {len(runs)} run(s) &middot; {len(protocols)} protocol(s){fuzzing}</div></header>",
+           f" &middot; {len(runs)} run(s) &middot; {len(protocols)} protocol(s){links}</div></header>",
            _filters(protocols), "<main>"]
-    if runs or not campaigns:
+    if runs or not (campaigns or analyses):
         out += [_runs_table(runs), _summary(runs, protocols)]
     if len(runs) > 1:
         out.append(_matrix(runs, protocols))
     if campaigns:
         out.append(_fuzzing(campaigns))
+    if analyses:
+        # Imported here: report_captures uses this module's helpers, so a module-level import
+        # would be circular.
+        from conformance.report_captures import captures
+        out.append(captures(analyses, _requirement_links(runs)))
     for proto in protocols:
         for run in runs:
             if proto in run.protocols:
                 out.append(_protocol_section(run, proto, several=len(runs) > 1))
     out.append(f"</main><script>{_JS}</script></body></html>")
     return "\n".join(out)
+
+
+def _requirement_row(section_anchor: str, rid: str) -> str:
+    """The id of a requirement's row in a protocol section's requirements table (its cases'
+    anchor, ``_anchor(section, rid)``, exists only when a test named it)."""
+    return _anchor(section_anchor, "req", rid)
+
+
+def _requirement_links(runs: list[Run]):
+    """``(protocol, requirement ID) -> (anchor, summary)`` of the requirement's row in the first
+    run's section of that protocol, or None (no run of it, or an ID its suite does not know)."""
+    cache: dict[str, dict] = {}
+
+    def link(proto: str, rid: str):
+        if proto not in cache:
+            run = next((r for r in runs if proto in r.protocols), None)
+            reqs = run.requirement_verdicts(proto) if run else {}
+            cat = run.catalogue(proto) if run else {}
+            section = _anchor(proto, run.label) if run else ""
+            cache[proto] = {r: (_requirement_row(section, r), cat.get(r, {}).get("summary", "")) for r in reqs}
+        return cache[proto].get(rid)
+    return link
 
 
 def _filters(protocols: list[str]) -> str:
@@ -196,7 +232,8 @@ def _protocol_section(run: Run, proto: str, several: bool) -> str:
         rid_anchor = _anchor(anchor, rid)
         note = req.get("untestable", "") if verdict == UNTESTABLE else ""
         link = f"<a href='#{rid_anchor}'>{_e(rid)}</a>" if tests else _e(rid)
-        rows.append(f"<tr class='req' data-proto='{_e(proto)}' data-level='{_e(level)}' data-failed='{failed}'>"
+        rows.append(f"<tr id='{_requirement_row(anchor, rid)}' class='req' data-proto='{_e(proto)}' "
+                    f"data-level='{_e(level)}' data-failed='{failed}'>"
                     f"<td>{link}</td><td>{_e(level)}</td><td>{_e(req.get('section', ''))}</td>"
                     f"<td>{_e(req.get('summary', ''))}{'<br><i>untestable: ' + _e(note) + '</i>' if note else ''}</td>"
                     f"<td>{_badge(verdict)}</td><td class='num'>{len(tests)}</td></tr>")

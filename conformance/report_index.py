@@ -8,7 +8,13 @@ newest first: each campaign summary as ``wirecheck fuzz --all`` wrote it (machin
 seconds, workers, execs, jobs with their findings, the deduplicated findings, job errors)
 plus ``file`` (the summary read) and ``label``, but without the jobs' coverage
 ``timeline``: up to 200 points per in-process job, a plot's data and not an index's; the
-campaign file named in ``file`` keeps them, and the HTML report draws them."""
+campaign file named in ``file`` keeps them, and the HTML report draws them.
+
+And ``"analyses"`` (always present; empty without capture analysis inputs), newest first when
+the summaries carry a time, else in the order given: each capture analysis summary as
+``wirecheck analyze`` wrote it (files, input bytes, master, partitions, seconds, row counts,
+and its report block: violations by requirement with examples, the stats table) plus ``file``
+(the summary.json read) and ``label``."""
 from __future__ import annotations
 
 import json
@@ -16,17 +22,19 @@ import os
 import time
 
 from conformance.report_html import render
-from conformance.results import Campaign, Run
+from conformance.results import Analysis, Campaign, Run
 
 
 def _file_name(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:180]
 
 
-def index(runs: list[Run], transcripts_dir: str | None, campaigns: list[Campaign] = ()) -> dict:
+def index(runs: list[Run], transcripts_dir: str | None, campaigns: list[Campaign] = (),
+          analyses: list[Analysis] = ()) -> dict:
     """The index document; writes each case's transcript under ``transcripts_dir`` (a path
     relative to the index's directory is recorded) when given."""
-    out = {"generated": time.time(), "runs": {}, "campaigns": [c.summary() for c in campaigns]}
+    out = {"generated": time.time(), "runs": {}, "campaigns": [c.summary() for c in campaigns],
+           "analyses": [a.summary() for a in analyses]}
     for run in runs:
         cases = {}
         for t in run.tests:
@@ -54,7 +62,7 @@ def index(runs: list[Run], transcripts_dir: str | None, campaigns: list[Campaign
     return out
 
 
-def write(runs: list[Run], out: str, campaigns: list[Campaign] = ()) -> list[str]:
+def write(runs: list[Run], out: str, campaigns: list[Campaign] = (), analyses: list[Analysis] = ()) -> list[str]:
     """Write the report(s) ``out`` names: ``*.html`` (the HTML report), ``*.json`` (index.json
     and its transcripts beside it), or a directory (both, as ``index.html`` and ``index.json``).
     The paths written."""
@@ -70,10 +78,10 @@ def write(runs: list[Run], out: str, campaigns: list[Campaign] = ()) -> list[str
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     if html_path:
         with open(html_path, "w", encoding="utf-8") as fh:
-            fh.write(render(runs, campaigns=campaigns))
+            fh.write(render(runs, campaigns=campaigns, analyses=analyses))
         written.append(html_path)
     if json_path:
-        doc = index(runs, os.path.dirname(os.path.abspath(json_path)), campaigns)
+        doc = index(runs, os.path.dirname(os.path.abspath(json_path)), campaigns, analyses)
         with open(json_path, "w", encoding="utf-8") as fh:
             json.dump(doc, fh, indent=1)
         written.append(json_path)
