@@ -45,11 +45,20 @@ QUICK_FILES = 4
 
 
 def _children(pid: int) -> list[int]:
+    """Child processes of ``pid``, whichever of its threads started them (the JVM starts its
+    Python workers from other threads than its main one)."""
+    out: list[int] = []
     try:
-        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as fh:
-            return [int(x) for x in fh.read().split()]
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return []
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as fh:
+                out += [int(x) for x in fh.read().split()]
+        except OSError:
+            pass
+    return out
 
 
 def _rss_mb(pid: int) -> float:

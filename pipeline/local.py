@@ -18,6 +18,8 @@ from typing import Iterable, Optional
 from conformance.pcapfile import PcapReader
 from pipeline.flows import iter_rows, specs_by_port
 from pipeline.inputs import capture_files, level, protocols
+from pipeline.schema import ROW_TABLES
+from pipeline.stats import of_rows
 
 
 def analyze_file(path: str, by_port: dict, profile: Optional[str] = None) -> dict[str, list[dict]]:
@@ -31,12 +33,13 @@ def analyze_file(path: str, by_port: dict, profile: Optional[str] = None) -> dic
 
 def analyze(paths: Iterable[str], protocol: Optional[str] = None, ports: Iterable[int] = (),
             profile: Optional[str] = None) -> dict[str, list[dict]]:
-    """Every row of every capture under ``paths``, by table."""
+    """Every row of every capture under ``paths``, by table (``stats`` too)."""
     by_port = specs_by_port(protocols(protocol), ports)
     tables: dict[str, list[dict]] = defaultdict(list)
     for path in capture_files(paths):
         for table, rows in analyze_file(path, by_port, profile).items():
             tables[table] += rows
+    tables["stats"] = of_rows((t, row) for t in ROW_TABLES for row in tables[t]).rows()
     return tables
 
 

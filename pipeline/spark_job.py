@@ -12,8 +12,9 @@ The job, in three steps (the unit of parallelism is the TCP conversation, not th
 3. **Analyze** (one task per partition): each address pair's segments go through TCP
    reassembly, the capture decoders and the protocol's observer (pipeline/flows.py, the code
    the plain ``pipeline.local`` runs), one conversation at a time, giving rows of ``frames``,
-   ``violations`` and ``flows``. Rows are kept (memory and disk) while the three tables are
-   written; ``stats`` is then aggregated from them in Spark SQL.
+   ``violations`` and ``flows``, which the task writes as its own Parquet files
+   (pipeline/parquet_parts.py: pyarrow, no row crosses into the JVM), and the figures of
+   ``stats`` (pipeline/stats.py), which the driver merges and writes.
 
 Memory per task is bounded by the largest conversation's reassembly state (early segments,
 the decoders' partial frames), not by the input's size.
@@ -30,9 +31,10 @@ import zipfile
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from pipeline import schema
+from pipeline import parquet_parts, schema
 from pipeline.flows import iter_rows, specs_by_port
 from pipeline.inputs import capture_files, level, protocols
+from pipeline.stats import Stats
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The kit's packages shipped to a cluster's executors (``SparkContext.addPyFile``).
@@ -87,13 +89,12 @@ def read_file(file: str, ports: frozenset) -> Iterator[tuple]:
 
 def analyze_partition(items: Iterable[tuple], protocol: Optional[str], extra_ports: tuple,
                       profile: Optional[str]) -> Iterator[tuple]:
-    """Step 3: ``(table, row tuple)`` for the conversations of one sorted partition."""
+    """Step 3: ``(table, row)`` for the conversations of one sorted partition."""
     from conformance.pcapfile import Segment
     by_port = specs_by_port(protocols(protocol), extra_ports)
     for (file, _pair), group in itertools.groupby(items, key=lambda kv: kv[0][:2]):
         segments = (Segment(*fields) for _key, batch in group for fields in batch)
-        for table, row in iter_rows(file, segments, by_port, profile, level):
-            yield table, schema.as_tuple(table, row)
+        yield from iter_rows(file, segments, by_port, profile, level)
 
 
 def _pair_partition(key: tuple) -> int:
@@ -151,75 +152,6 @@ def session(master: str = "local[*]", app: str = "wirecheck", conf: Optional[dic
     return spark
 
 
-def _stats(spark, out: str):
-    """``stats`` from the written frames, violations and flows (see pipeline/schema.py)."""
-    from pyspark.sql import functions as F
-    frames = spark.read.parquet(os.path.join(out, "frames"))
-    violations = spark.read.parquet(os.path.join(out, "violations"))
-    flows = spark.read.parquet(os.path.join(out, "flows"))
-    bucket = F.lit(f">{schema.SIZE_BUCKETS[-1]}")
-    for bound in reversed(schema.SIZE_BUCKETS):
-        bucket = F.when(F.col("size") <= bound, F.lit(f"<={bound}")).otherwise(bucket)
-    long = lambda df, metric, key, count, value: df.select(   # noqa: E731
-        "protocol", F.lit(metric).alias("metric"), key.cast("string").alias("key"),
-        count.cast("bigint").alias("count"), value.cast("double").alias("value"))
-    parts = [
-        long(frames.groupBy("protocol", "type").agg(F.count("*").alias("n"), F.sum("size").alias("b")),
-             "type", F.col("type"), F.col("n"), F.col("b")),
-        long(frames.groupBy("protocol", bucket.alias("bucket")).count(),
-             "size", F.col("bucket"), F.col("count"), F.lit(None)),
-        long(frames.where(F.col("code").isNotNull())
-             .groupBy("protocol", F.concat_ws(" ", "type", "code").alias("tc")).count(),
-             "code", F.col("tc"), F.col("count"), F.lit(None)),
-        long(violations.groupBy("protocol", "requirement").count(),
-             "violation", F.col("requirement"), F.col("count"), F.lit(None)),
-    ]
-    lat = frames.where(F.col("latency").isNotNull()).groupBy("protocol").agg(
-        F.count("*").alias("n"), F.mean("latency").alias("mean"), F.max("latency").alias("max"),
-        F.percentile_approx("latency", [0.5, 0.9, 0.99], 10000).alias("p"))
-    for key, value in (("p50", F.col("p")[0]), ("p90", F.col("p")[1]), ("p99", F.col("p")[2]),
-                       ("max", F.col("max")), ("mean", F.col("mean"))):
-        parts.append(long(lat, "latency", F.lit(key), F.col("n"), value))
-    totals = flows.groupBy("protocol").agg(
-        F.count("*").alias("flows"), F.sum("frames").alias("frames"),
-        (F.sum("bytes_c2s") + F.sum("bytes_s2c")).alias("bytes"), F.sum("errors").alias("errors"),
-        F.sum("violations").alias("violations"))
-    for key in ("flows", "frames", "bytes", "errors", "violations"):
-        parts.append(long(totals, "flows", F.lit(key), F.col("flows"), F.col(key)))
-    stats = parts[0]
-    for part in parts[1:]:
-        stats = stats.unionByName(part)
-    return stats
-
-
-#: Example violations kept per requirement in the summary's report block.
-EXAMPLES = 3
-
-
-def report_block(spark, out: str) -> dict:
-    """What ``wirecheck report`` shows of an analysis (summary.json's ``"report"``, so the
-    report needs no Parquet reader): violations by requirement (count, conversations, the
-    first :data:`EXAMPLES` of them) and the whole ``stats`` table (small: one row per
-    protocol and type, size bucket, code, latency figure, requirement, total)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-    violations = spark.read.parquet(os.path.join(out, "violations"))
-    key = ("protocol", "requirement", "level")
-    counts = violations.groupBy(*key).agg(
-        F.count("*").alias("count"), F.countDistinct("file", "flow").alias("flows")).collect()
-    first = Window.partitionBy(*key).orderBy("file", "flow", "index")
-    examples: dict = {}
-    for r in (violations.withColumn("n", F.row_number().over(first)).where(F.col("n") <= EXAMPLES)
-              .orderBy(*key, "n").collect()):
-        examples.setdefault((r["protocol"], r["requirement"], r["level"]), []).append(
-            {c: r[c] for c in ("file", "flow", "index", "direction", "message")})
-    stats = spark.read.parquet(os.path.join(out, "stats")).orderBy("protocol", "metric", "key").collect()
-    return {"violations": [{**{c: r[c] for c in (*key, "count", "flows")},
-                            "examples": examples.get(tuple(r[c] for c in key), [])}
-                           for r in sorted(counts, key=lambda r: (r["protocol"], r["requirement"]))],
-            "stats": [r.asDict() for r in stats]}
-
-
 def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: Optional[str] = None,
             ports: Iterable[int] = (), profile: Optional[str] = None, partitions: Optional[int] = None,
             spark=None) -> dict:
@@ -238,22 +170,22 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
             ship = tempfile.mkdtemp(prefix="wirecheck-kit-")
             sc.addPyFile(kit_zip(ship))
         n = partitions or max(sc.defaultParallelism * 4, 1)
-        rows = (sc.parallelize(files, max(len(files), 1))
-                .flatMap(lambda f: read_file(f, port_set))
-                .repartitionAndSortWithinPartitions(n, _pair_partition)
-                .mapPartitions(lambda items: analyze_partition(items, protocol, extra_ports, profile)))
-        from pyspark import StorageLevel
-        rows.persist(StorageLevel.MEMORY_AND_DISK)
-        counts = {}
-        for table in schema.ROW_TABLES:
-            data = rows.filter(lambda tr, t=table: tr[0] == t).map(lambda tr: tr[1])
-            df = spark.createDataFrame(data, schema.ddl(schema.TABLES[table]))
-            df.write.mode("overwrite").parquet(os.path.join(out, table))
-            counts[table] = spark.read.parquet(os.path.join(out, table)).count()
-        rows.unpersist()
-        _stats(spark, out).coalesce(1).write.mode("overwrite").parquet(os.path.join(out, "stats"))
-        counts["stats"] = spark.read.parquet(os.path.join(out, "stats")).count()
-        report = report_block(spark, out)
+        out_abs = os.path.abspath(out)
+        parquet_parts.prepare(out_abs)
+        written = (sc.parallelize(files, max(len(files), 1))
+                   .flatMap(lambda f: read_file(f, port_set))
+                   .repartitionAndSortWithinPartitions(n, _pair_partition)
+                   .mapPartitionsWithIndex(lambda part, items: [parquet_parts.write_parts(
+                       out_abs, part, analyze_partition(items, protocol, extra_ports, profile))])
+                   .collect())
+        counts = {t: sum(c[t] for c, _ in written) for t in schema.ROW_TABLES}
+        stats = Stats()
+        for _, part in written:
+            stats.merge(part)
+        report = stats.report()
+        counts["stats"] = parquet_parts.write_table(out_abs, "stats", report["stats"])
+        for table in schema.TABLES:
+            Path(out_abs, table, "_SUCCESS").touch()
         summary = {"kind": "capture-analysis", "master": sc.master, "out": os.path.abspath(out), "partitions": n,
                    "files": len(files), "input_bytes": sum(os.path.getsize(f) for f in files),
                    "protocol": protocol, "profile": profile, "rows": counts,
