@@ -42,4 +42,5 @@ SPEC = registry.register(registry.ProtocolSpec(
     },
     default_profile="document",
     liveness="reference_impl.micromessage2.probe:liveness_probe",
+    observer="reference_impl.micromessage2.observer:MM2Observer",
 ))

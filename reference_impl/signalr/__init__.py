@@ -56,4 +56,5 @@ SPEC = registry.register(registry.ProtocolSpec(
     # A captured connection may be either transport: HTTP + WebSocket, or raw TCP.
     make_capture_decoder=http_transport.make_capture_decoder,
     liveness="reference_impl.signalr.probe:liveness_probe",
+    observer="reference_impl.signalr.observer:SignalRObserver",
 ))
