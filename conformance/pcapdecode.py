@@ -12,7 +12,9 @@ own ``spec.capture_decoder()``. Lines::
 
 ``time`` is the capture timestamp of the segment that completed the frame; ``offset`` counts
 from the first byte of that direction. A ``FrameError`` ends the decoding of its direction
-only. Two conditions that are not frame errors get categories of their own:
+when the decoder cannot go past it (a stream error: a bad length, a broken
+envelope); after a payload error (a whole frame whose content is wrong) decoding goes on with
+the next frame. Two conditions that are not frame errors get categories of their own:
 ``CAPTURE_GAP`` (bytes missing from the capture: the rest of that direction cannot be framed)
 and the decoder's ``TRUNCATED`` when a direction ends (FIN, RST, end of capture) inside a frame.
 Exit status: 1 if any error line was printed, else 0.
@@ -29,6 +31,34 @@ from reference_impl.core.errors import FrameError
 
 EXIT_OK, EXIT_ERRORS, EXIT_HARNESS = 0, 1, 2
 GAP = "CAPTURE_GAP"
+
+
+def is_broken(decoder) -> bool:
+    """The decoder's stream error is sticky: nothing more of this direction can be framed."""
+    broken = getattr(decoder, "broken", None)
+    if broken is not None:
+        return bool(broken)
+    return getattr(decoder, "_error", None) is not None
+
+
+def feed_items(decoder, data: bytes) -> tuple[list, bool]:
+    """Feed ``data``: its frames and :class:`FrameError` objects in stream order, and whether the
+    direction has ended (a stream error, or an error the decoder does not get past). A
+    payload error (a frame cut out whole whose content is wrong: the two-stage decoders'
+    per-request errors, an unknown SignalR message type) leaves the decoder able to go on, so
+    the frames after it are decoded too."""
+    items: list = []
+    while True:
+        before = decoder.buffered
+        try:
+            items += decoder.feed(data)
+            return items, False
+        except FrameError as exc:
+            items += exc.frames
+            items.append(exc)
+            if is_broken(decoder) or (not data and decoder.buffered >= before):
+                return items, True
+            data = b""
 
 
 def capture_ports(spec, ports: Iterable[int] = ()) -> set[int]:
@@ -64,15 +94,15 @@ class PcapDecoder:
             conn.user[direction] = self.spec.capture_decoder(origin=origin, profile=self.profile)
 
     def data(self, s: Stream, data: bytes, time: float) -> None:
-        try:
-            frames = s.conn.user[s.direction].feed(data)
-        except FrameError as exc:
-            for frame in exc.frames:
-                self._emit(s, time, self.spec.frame_to_dict(frame))
-            self._error(s, time, exc.as_dict())
-            return
-        for frame in frames:
-            self._emit(s, time, self.spec.frame_to_dict(frame))
+        items, ended = feed_items(s.conn.user[s.direction], data)
+        for item in items:
+            if isinstance(item, FrameError):
+                self._emit(s, time, item.as_dict())
+                self.errors += 1
+            else:
+                self._emit(s, time, self.spec.frame_to_dict(item))
+        if ended:
+            s.done = True
 
     def ended(self, s: Stream, time: float, how: str, missing) -> None:
         if s.done:

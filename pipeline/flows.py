@@ -9,16 +9,16 @@ the protocol its server port names, a capture decoder per direction (as ``wirech
 It yields rows of three tables (pipeline/schema.py): a ``frames`` row per decoded frame, a
 ``violations`` row per rule broken, a ``flows`` row per connection once both directions end.
 
-Decode errors: the first one ends its direction, as in ``decode --pcap``. It is a violation
-of the side that sent the bytes (the observer says which requirement) unless the capture is
-to blame: bytes missing from the capture (``CAPTURE_GAP``) or the capture ending inside a
+Decode errors, as in ``decode --pcap``: a stream error ends its direction, a payload error
+(a whole frame whose content is wrong) does not. Each is a violation of the side that sent
+the bytes (the observer says which requirement) unless the capture is to blame: bytes missing from the capture (``CAPTURE_GAP``) or the capture ending inside a
 frame (``TRUNCATED`` at its end), which count as flow errors only.
 """
 from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator, Optional
 
-from conformance.pcapdecode import GAP
+from conformance.pcapdecode import GAP, feed_items
 from conformance.tcpflows import Connection, Stream, endpoint
 from reference_impl.core.errors import Category, FrameError
 
@@ -119,13 +119,10 @@ class FlowAnalyzer:
         side.bytes += len(data)
         flow.last = time
         side.fed += len(data)
-        try:
-            frames = side.decoder.feed(data)
-        except FrameError as exc:
-            self._frames(flow, s.direction, side, exc.frames, time)
-            self._broken(flow, s, side, exc, time)
-            return
-        self._frames(flow, s.direction, side, frames, time)
+        items, ended = feed_items(side.decoder, data)
+        self._items(flow, s, side, items, time)
+        if ended:
+            s.done = True
 
     def ended(self, s: Stream, time: float, how: str, missing) -> None:
         flow: _Flow | None = s.conn.user.get("flow")
@@ -137,20 +134,20 @@ class FlowAnalyzer:
             flow.last = max(flow.last, time)
         if not s.done:
             if missing is not None:
-                side.error = f"{GAP}: capture lacks bytes {missing[0]}..{missing[1]}"
+                side.error = side.error or f"{GAP}: capture lacks bytes {missing[0]}..{missing[1]}"
                 flow.errors += 1
             else:
                 try:
                     frames = side.decoder.eof() or []
                 except FrameError as exc:
-                    self._frames(flow, s.direction, side, exc.frames, time)
                     if how == "end" and exc.category == Category.TRUNCATED:
-                        side.error = f"{exc.category}: the capture ends inside a frame"
+                        self._items(flow, s, side, exc.frames, time)
+                        side.error = side.error or f"{exc.category}: the capture ends inside a frame"
                         flow.errors += 1
                     else:
-                        self._broken(flow, s, side, exc, time)
+                        self._items(flow, s, side, [*exc.frames, exc], time)
                 else:
-                    self._frames(flow, s.direction, side, frames, time)
+                    self._items(flow, s, side, frames, time)
             s.done = True
         flow.observer.closed(s.direction, how, flow.index, time)
         if all(other.ended for other in s.conn.streams.values()):
@@ -158,38 +155,40 @@ class FlowAnalyzer:
 
     # -- rows ----------------------------------------------------------------------------------
 
-    def _frames(self, flow: _Flow, direction: str, side: _Side, frames: list, time: float) -> None:
-        if not frames:
+    def _items(self, flow: _Flow, s: Stream, side: _Side, items: list, time: float) -> None:
+        """Rows for a read's frames and decode errors, in stream order."""
+        if not items:
             return
+        direction = s.direction
+        frames = sum(not isinstance(item, FrameError) for item in items)
         # Bytes taken by these frames: what was fed minus what the decoder still holds. One
         # frame per read (most reads) gets its exact size; frames that came in one read share
         # it evenly (the decoders do not report where each frame ended).
         taken = side.fed - side.decoder.buffered - side.sized
         side.sized += taken
-        share, extra = divmod(taken, len(frames))
-        spec, emit = flow.spec, self.emit
-        for k, frame in enumerate(frames):
+        share, extra = divmod(taken, frames) if frames else (0, 0)
+        spec, emit, seen = flow.spec, self.emit, 0
+        for item in items:
+            if isinstance(item, FrameError):
+                side.error = side.error or f"{item.category}: {item}"
+                flow.errors += 1
+                flow.observer.malformed(direction, item, flow.index, time)
+                continue
             index = flow.index
             flow.index += 1
             side.frames += 1
-            view = spec.frame_to_dict(frame)
-            exchange = flow.observer.frame(direction, frame, index, time)
+            seen += 1
+            view = spec.frame_to_dict(item)
+            exchange = flow.observer.frame(direction, item, index, time)
             latency = exchange.latency if exchange is not None else None
             if latency is not None:
                 flow.latencies.append(latency)
             emit("frames", {"file": self.file, "flow": flow.name, "direction": direction,
                             "index": index, "timestamp": time, "protocol": spec.id,
-                            "type": str(view.get("type", type(frame).__name__)),
-                            "size": share + (extra if k == len(frames) - 1 else 0),
+                            "type": str(view.get("type", type(item).__name__)),
+                            "size": share + (extra if seen == frames else 0),
                             "code": _code(view), "latency": latency,
                             "fields": _key_fields(view)})
-        self._violations(flow)
-
-    def _broken(self, flow: _Flow, s: Stream, side: _Side, exc: FrameError, time: float) -> None:
-        side.error = f"{exc.category}: {exc}"
-        flow.errors += 1
-        s.done = True
-        flow.observer.malformed(s.direction, exc, flow.index, time)
         self._violations(flow)
 
     def _violations(self, flow: _Flow) -> None:

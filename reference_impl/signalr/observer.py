@@ -127,8 +127,10 @@ class SignalRObserver(Observer):
         self.uploads_done: set[str] = set()
         #: Ids whose responses cannot be told apart (the invoker reused an active id).
         self.muddled = {C2S: set(), S2C: set()}
-        #: Directions no longer decoded (the capture reader stops at a decode error): what
-        #: that side sent afterwards is unknown, so the other side's answers are not judged.
+        #: Directions that sent a message that did not decode: what it said is unknown (the
+        #: ids it announced, the stream ids it opened; after a stream error, all it sent
+        #: later), so the other side's answers are not judged, nor ids this side uses that
+        #: the lost message may have announced.
         self.blind: set[str] = set()
 
     # -- the capture reader's calls ------------------------------------------------------------
@@ -282,6 +284,8 @@ class SignalRObserver(Observer):
         try:
             self.books[invoker].peer_response(kind, iid, has_result)
         except HubProtocolError as exc:
+            if exc.violation == Violation.UNKNOWN_INVOCATION_ID and direction in self.blind:
+                return None         # maybe a stream the lost message opened (its streamIds)
             self._book_violation(direction, exc, index)
             return None
         if (not self.draft and kind == "completion" and has_result
