@@ -46,4 +46,5 @@ SPEC = registry.register(registry.ProtocolSpec(
     },
     default_profile="current",
     liveness="reference_impl.rabbitmq_stream.probe:liveness_probe",
+    observer="reference_impl.rabbitmq_stream.observer:StreamObserver",
 ))

@@ -1,0 +1,775 @@
+"""The RabbitMQ Stream observer (rabbitmq-stream-protocol.adoc; the real server's behaviour from
+SPEC_NOTES.md, "RabbitMQ Stream"): both sides of a recorded conversation checked, sans-IO
+(times are the capture's).
+
+What it checks, with the catalogue's IDs (conformance/requirements/rabbitmq_stream.py):
+
+- **framing** (:data:`FRAMING`, :data:`CHUNK_FRAMING`): a decode error is its sender's breach:
+  a size below 4 (RMQS-FRAME-011 client, RMQS-FRAME-001 server), an unknown key or version
+  (RMQS-FRAME-009 / RMQS-FRAME-010 client, RMQS-FRAME-002 server), content that breaks the
+  Types (RMQS-TYPE-001), a Deliver chunk that breaks its layout, CRC or counts
+  (RMQS-DELIVER-002/-003/-004/-007), a frame above the negotiated frame_max (RMQS-FRAME-007
+  client, RMQS-TUNE-001 server). After a client's bad frame the server owes Close(13) (14 for
+  frame_max): a Close with another code, an answer to the bad request, or (after Open, where
+  the Close is mandatory) a disconnect without Close is the server's breach of the same rule
+  (RMQS-FRAME-007/-009/-010/-011/-012/-013, RMQS-HS-014, RMQS-NEW-009).
+- **order** ("Authentication"): the client's sequence PeerProperties, SaslHandshake,
+  SaslAuthenticate, Tune answer, Open (RMQS-HS-016), a mechanism from the server's list
+  (RMQS-HS-017); the server's Tune only after a successful SaslAuthenticate (RMQS-HS-004);
+  no answer to a command sent before Open (RMQS-HS-006); handshake commands after Open get
+  Close(13) (RMQS-HS-014); nothing more from the server after a failed SaslAuthenticate, a
+  refused Open or its CloseResponse (RMQS-HS-009, RMQS-HS-011, RMQS-CLOSE-002); server frames
+  of server-to-client types only, responses with bit 15 (RMQS-FRAME-002, RMQS-ROUTE-003).
+- **correlation**: every response answers an outstanding request of the other side by
+  correlation id, once (RMQS-FRAME-003), with the request's key (RMQS-FRAME-002); the server
+  answers the client's Close (RMQS-CLOSE-001), the client the server's (RMQS-CLOSE-003).
+- **response codes**: codes of the document's table, each for the commands it belongs to
+  (:data:`CODE_SCOPE`, RMQS-FRAME-003); codes the conversation decides (:data:`MUST_CODE`,
+  RMQS-HS-001/-002/-008/-012, RMQS-TYPE-002, RMQS-CLOSE-001, RMQS-NEW-001, RMQS-SUB-008,
+  RMQS-UNSUB-001/-002, RMQS-PUB-003/-005/-006/-008, RMQS-CREDIT-003/-004); Metadata entries
+  (RMQS-META-001/-002/-005) and MetadataUpdate only for streams the connection uses
+  (RMQS-META-008); the Open response's advertised host and port (RMQS-HS-015); references of
+  at most 256 characters (RMQS-PUB-017, RMQS-OFFSET-008).
+- **publish confirms**: every publishing id confirmed once (RMQS-PUB-007); an undeclared
+  publisher gets PublishError 18 (RMQS-PUB-008).
+- **credit and delivery** ("Credit", "Deliver"): a Deliver needs a subscription with credit:
+  the Subscribe's initial credit plus the Credit frames seen, one per chunk (RMQS-CREDIT-001/
+  -002), none after Unsubscribe (RMQS-UNSUB-001); version 1 until the client announced
+  version 2 (RMQS-DELIVER-001); user chunks (RMQS-DELIVER-002) in offset order
+  (RMQS-DELIVER-005) with timestamps that do not decrease (RMQS-DELIVER-008), no trailer
+  (RMQS-DELIVER-006).
+
+Rules whose source is SPEC_NOTES (the real server) apply unless the profile is ``document``.
+A conversation whose first frame is not the client's handshake may be a capture that began
+mid-connection: then only what needs no history is checked.
+"""
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..core.errors import Category
+from ..core.observer import C2S, S2C, Exchange, Observer
+from . import codec, sasl
+from .constants import Code, Key
+from .session import PROFILE_KEYS, _negotiate
+
+#: Commands the "Commands" table has from the server (requests or one-way), besides
+#: responses. Tune, Close and Heartbeat go both ways.
+SERVER_COMMANDS = frozenset((Key.PUBLISH_CONFIRM, Key.PUBLISH_ERROR, Key.DELIVER, Key.METADATA_UPDATE,
+                             Key.TUNE, Key.CLOSE, Key.HEARTBEAT, Key.CONSUMER_UPDATE))
+#: Server requests the client answers (by correlation id).
+SERVER_REQUESTS = frozenset((Key.CLOSE, Key.CONSUMER_UPDATE))
+#: The handshake's commands ("Authentication"), in the client's order.
+HANDSHAKE_ORDER = (Key.PEER_PROPERTIES, Key.SASL_HANDSHAKE, Key.SASL_AUTHENTICATE, Key.TUNE, Key.OPEN)
+#: The client's step each handshake command needs done first (RMQS-HS-016).
+HANDSHAKE_NEEDS = {Key.SASL_HANDSHAKE: Key.PEER_PROPERTIES, Key.SASL_AUTHENTICATE: Key.SASL_HANDSHAKE,
+                   Key.OPEN: Key.TUNE}
+#: Commands with no response: allowed before Open without a client breach (the document
+#: orders the handshake, not these); the server still answers nothing (RMQS-HS-006).
+BEFORE_OPEN_TOLERATED = frozenset((Key.HEARTBEAT, Key.CLOSE))
+
+#: Response codes the "Response Codes" table ties to some commands only; any other code of
+#: the table may answer any request. Close codes (13, 14) never answer a request.
+CODE_SCOPE = {
+    Code.SUBSCRIPTION_ID_ALREADY_EXISTS: {Key.SUBSCRIBE},
+    Code.SUBSCRIPTION_ID_DOES_NOT_EXIST: {Key.SUBSCRIBE, Key.UNSUBSCRIBE, Key.CREDIT},
+    Code.STREAM_ALREADY_EXISTS: {Key.CREATE, Key.CREATE_SUPER_STREAM},
+    Code.SASL_MECHANISM_NOT_SUPPORTED: {Key.SASL_HANDSHAKE, Key.SASL_AUTHENTICATE},
+    Code.AUTHENTICATION_FAILURE: {Key.SASL_AUTHENTICATE},
+    Code.SASL_ERROR: {Key.SASL_HANDSHAKE, Key.SASL_AUTHENTICATE},
+    Code.SASL_CHALLENGE: {Key.SASL_AUTHENTICATE},
+    Code.SASL_AUTHENTICATION_FAILURE_LOOPBACK: {Key.SASL_AUTHENTICATE},
+    Code.VIRTUAL_HOST_ACCESS_FAILURE: {Key.OPEN},
+    Code.UNKNOWN_FRAME: set(),
+    Code.FRAME_TOO_LARGE: set(),
+    Code.PUBLISHER_DOES_NOT_EXIST: {Key.DECLARE_PUBLISHER, Key.DELETE_PUBLISHER,
+                                    Key.QUERY_PUBLISHER_SEQUENCE},
+    Code.NO_OFFSET: {Key.QUERY_OFFSET},
+}
+#: Requests whose answer is always this code (the catalogue's summary says so).
+MUST_CODE = {
+    Key.PEER_PROPERTIES: (Code.OK, "RMQS-HS-001"),
+    Key.SASL_HANDSHAKE: (Code.OK, "RMQS-HS-002"),
+    Key.CLOSE: (Code.OK, "RMQS-CLOSE-001"),
+    Key.EXCHANGE_COMMAND_VERSIONS: (Code.OK, "RMQS-NEW-001"),
+}
+#: SaslAuthenticate codes that end the authentication (RMQS-HS-009).
+AUTH_FAILURES = frozenset((Code.SASL_MECHANISM_NOT_SUPPORTED, Code.AUTHENTICATION_FAILURE,
+                           Code.SASL_ERROR, Code.SASL_AUTHENTICATION_FAILURE_LOOPBACK))
+#: "PublisherReference => string // max 256 characters" (and StoreOffset's Reference).
+MAX_REFERENCE = 256
+
+#: Decode errors by direction and category. "" : not a protocol breach (a kit limit).
+FRAMING = {
+    C2S: {Category.LENGTH_TOO_SMALL: "RMQS-FRAME-011", Category.UNKNOWN_TYPE: "RMQS-FRAME-009"},
+    S2C: {Category.LENGTH_TOO_SMALL: "RMQS-FRAME-001", Category.UNKNOWN_TYPE: "RMQS-FRAME-002"},
+}
+FRAMING_DEFAULT = "RMQS-TYPE-001"
+#: Deliver chunk errors (reference_impl/rabbitmq_stream/chunk.py's messages), first match.
+CHUNK_FRAMING = (
+    ("chunk CRC", "RMQS-DELIVER-003"),
+    ("records, its entries hold", "RMQS-DELIVER-004"),
+    ("entries the header announces", "RMQS-DELIVER-004"),
+    ("sub-batch", "RMQS-DELIVER-004"),
+    ("entry", "RMQS-DELIVER-007"),
+    ("chunk", "RMQS-DELIVER-002"),
+)
+#: What the server owes after a client's undecodable frame: (rule, Close code, Close
+#: mandatory after Open). A size below 4 and a bad body only end the connection, "after
+#: Close(13) if the server sends anything".
+OWED_AFTER_MALFORMED = {
+    Category.UNKNOWN_TYPE: ("RMQS-FRAME-009", Code.UNKNOWN_FRAME, True),
+    Category.LENGTH_TOO_SMALL: ("RMQS-FRAME-011", Code.UNKNOWN_FRAME, False),
+    Category.LENGTH_TOO_LARGE: ("RMQS-FRAME-007", Code.FRAME_TOO_LARGE, True),
+}
+OWED_AFTER_BAD_BODY = ("RMQS-FRAME-013", Code.UNKNOWN_FRAME, False)
+#: The capture decoders' frame limit: above it a frame is undecodable whatever was negotiated.
+CAPTURE_FRAME_LIMIT = codec.StreamConfig().max_frame_size
+
+
+def _profile(name: Optional[str]) -> tuple[frozenset, dict, bool]:
+    """(client keys, features, SPEC_NOTES rules apply) of a profile name; unknown names (and
+    None) read as the registry's default."""
+    from ..core import registry
+    spec = registry.get("rabbitmq-stream")
+    if name == "document":
+        return PROFILE_KEYS["document"], {"frame_max_enforced": True, "route_response_bit": True,
+                                          "keys_26_30": False}, False
+    if name not in spec.profiles:
+        name = spec.default_profile
+    chain, features = [], {}
+    while name is not None and name not in chain:
+        chain.append(name)
+        name = spec.profiles[name].get("extends")
+    for entry in reversed(chain):
+        features.update(spec.profiles[entry].get("features", {}))
+    keys = PROFILE_KEYS.get(chain[0], PROFILE_KEYS["current"])
+    if not features.get("keys_26_30", True):
+        keys = PROFILE_KEYS["document"]
+    return keys, features, True
+
+
+@dataclass(slots=True)
+class _Request:
+    key: int
+    frame: object
+    index: int
+    time: float
+    before_open: bool
+    #: The code the answer must have (requirement, code) or must not have ("!" prefix).
+    expect: Optional[tuple[str, int, bool]] = None   # (requirement, code, equal)
+    refuse: Optional[str] = None      # the request must get no answer but Close (this rule)
+
+
+@dataclass(slots=True)
+class _Sub:
+    stream: str
+    credit: int
+    state: str = "pending"            # pending (Subscribe unanswered) / active / unknown
+    next_offset: int = -1             # where the next chunk may start (DELIVER-005)
+    timestamp: int = -1
+    credited: bool = False            # ever had credit
+
+
+@dataclass(slots=True)
+class _Publish:
+    index: int
+    time: float
+    remaining: int
+    undeclared: bool                  # sent with an undeclared publisher id: PublishError 18
+
+
+@dataclass(slots=True)
+class _Pub:
+    stream: str
+    state: str = "pending"
+    inflight: dict = field(default_factory=dict)     # publishing id -> deque[_Publish]
+
+
+class StreamObserver(Observer):
+    def __init__(self, profile: Optional[str] = None) -> None:
+        super().__init__(profile)
+        self.keys, features, self.notes = _profile(profile)
+        self.response_bit = features.get("route_response_bit", True)
+        self.frame_max_enforced = features.get("frame_max_enforced", True)
+        self.fresh: Optional[bool] = None          # the conversation seen from its start
+        self.steps: set[int] = set()               # handshake commands the client sent
+        self.open_sent = False
+        self.opened = False                        # OpenResponse code 1 seen
+        self.authenticated = False
+        self.mechanisms: Optional[tuple] = None
+        self.server_tune: Optional[tuple[codec.Tune, int, float]] = None
+        self.tune_answered = False
+        self.frame_max = 0                         # negotiated; 0 = unknown or no limit
+        self.deliver_v2 = False
+        #: Outstanding requests per side, by correlation id (a deque: ids may repeat).
+        self.pending: dict[str, dict[int, deque]] = {C2S: {}, S2C: {}}
+        self.subs: dict[int, _Sub] = {}
+        self.gone_subs: set[int] = set()            # unsubscribed (code 1): nothing more for them
+        self.sub_ops: Counter = Counter()           # unanswered Subscribe/Unsubscribe per id
+        self.credits: dict[int, deque] = {}         # Credit frames that may be answered
+        self.pubs: dict[int, _Pub] = {}
+        self.pub_ops: Counter = Counter()
+        self.undeclared: dict[int, dict] = {}       # publisher id -> publishing id -> deque
+        self.used_streams: set[str] = set()
+        self.owed: Optional[tuple[str, int, bool]] = None   # the server's owed Close
+        self.ended: dict[str, Optional[str]] = {C2S: None, S2C: None}  # rule of the last word
+        self.reported_after_end = False
+        self.server_close: Optional[int] = None     # correlation id of the server's Close
+        self.blind: set[str] = set()
+        self.closed_dirs: set[str] = set()
+
+    # -- the capture reader's calls ------------------------------------------------------------
+
+    def frame(self, direction, frame, index, time) -> Optional[Exchange]:
+        if self.fresh is None:
+            # A capture that began mid-connection cannot be told from a client that skipped
+            # the handshake; only the handshake's first frames say the start was seen.
+            self.fresh = direction == C2S and getattr(frame, "key", None) in HANDSHAKE_ORDER \
+                and not frame.response
+        if direction == C2S:
+            return self._client(frame, index, time)
+        return self._server(frame, index, time)
+
+    def malformed(self, direction, error, index, time) -> None:
+        self.blind.add(direction)
+        category = Category(getattr(error.category, "value", error.category))
+        message = error.message
+        if category is Category.LENGTH_TOO_LARGE:
+            # The capture decoder's limit is the default frame_max; above a smaller agreed
+            # frame_max the sender broke the Tune ("Tune"), else only the kit's limit.
+            if not (self.frame_max and self.frame_max <= CAPTURE_FRAME_LIMIT):
+                return
+            requirement = "RMQS-FRAME-007" if direction == C2S else "RMQS-TUNE-001"
+        elif category is Category.UNKNOWN_TYPE and direction == C2S and "version" in message:
+            requirement = "RMQS-FRAME-010"
+        else:
+            requirement = FRAMING[direction].get(category, "")
+            if not requirement and direction == S2C:
+                # A Deliver's chunk: the rule of the part that is wrong.
+                requirement = next((r for m, r in CHUNK_FRAMING if m in message), "")
+            requirement = requirement or FRAMING_DEFAULT
+        self.violate(requirement, direction, index, f"{category}: {message}")
+        if direction == C2S:
+            rule, code, mandatory = OWED_AFTER_MALFORMED.get(category, OWED_AFTER_BAD_BODY)
+            if category is Category.UNKNOWN_TYPE:
+                rule = requirement
+            if category is not Category.LENGTH_TOO_LARGE or self.frame_max_enforced:
+                self._owe(rule, code, mandatory)
+
+    def closed(self, direction, how, index, time) -> None:
+        self.closed_dirs.add(direction)
+        if how not in ("fin", "rst") or not self.fresh:
+            return                      # the capture ended: nothing is known of either side
+        if direction == S2C:
+            if self.owed is not None and self.owed[2] and self.opened:
+                self.violate(self.owed[0], S2C, index, "the server ended the connection without "
+                             f"the Close({self.owed[1]}) it owed")
+                self.owed = None
+            if C2S not in self.blind:
+                for reqs in self.pending[C2S].values():
+                    for req in reqs:
+                        if req.key == Key.CLOSE and not req.before_open:
+                            self.violate("RMQS-CLOSE-001", S2C, index, "the server ended the "
+                                         "connection without answering the client's Close")
+        elif (self.server_close is not None and S2C not in self.closed_dirs
+              and S2C not in self.blind):
+            # "Close ... Expects response? Yes": a client that leaves first without it.
+            self.violate("RMQS-CLOSE-003", C2S, index, "the client ended the connection without "
+                         "answering the server's Close")
+
+    # -- client frames -------------------------------------------------------------------------
+
+    def _client(self, frame, index, time) -> Optional[Exchange]:
+        key = frame.key
+        if frame.response or (key == Key.TUNE):
+            return self._client_response(frame, index, time)
+        if key in SERVER_COMMANDS - {Key.CLOSE, Key.HEARTBEAT}:
+            # A command the "Commands" table has from the server only: the server knows no
+            # such request (Close 13); ConsumerUpdate has its own rule.
+            self.violate("RMQS-FRAME-009", C2S, index, f"{type(frame).__name__} is a server-to-"
+                         "client command")
+            rule = "RMQS-NEW-009" if key == Key.CONSUMER_UPDATE and self.notes else "RMQS-FRAME-009"
+            self._owe(rule, Code.UNKNOWN_FRAME, True)
+            return None
+        req = _Request(key, frame, index, time, not self.open_sent)
+        if self.fresh:
+            self._order(req)
+        if key not in self.keys:
+            # A command newer than the profile's server: it answers Close(13) (SPEC_NOTES:
+            # RabbitMQ 3.10 and keys 27, 29); the client may probe, that is no breach.
+            req.refuse = "RMQS-FRAME-009"
+            self._owe("RMQS-FRAME-009", Code.UNKNOWN_FRAME, True)
+        handler = getattr(self, "_c_" + Key(key).name.lower(), None)
+        if handler is not None and self.fresh:
+            handler(req, frame)
+        if hasattr(frame, "correlation_id"):
+            self.pending[C2S].setdefault(frame.correlation_id, deque()).append(req)
+        return None
+
+    def _order(self, req: _Request) -> None:
+        """The handshake's order, from the client's side ("Authentication")."""
+        key, index = req.key, req.index
+        if key in HANDSHAKE_ORDER:
+            if self.opened or (self.open_sent and key != Key.OPEN):
+                if self.notes:
+                    req.refuse = "RMQS-HS-014"
+                    self._owe("RMQS-HS-014", Code.UNKNOWN_FRAME, True)
+                return
+            need = HANDSHAKE_NEEDS.get(key)
+            if need is not None and need not in self.steps:
+                self.violate("RMQS-HS-016", C2S, index, f"{type(req.frame).__name__} before "
+                             f"{Key(need).name} (the order is PeerProperties, SaslHandshake, "
+                             "SaslAuthenticate, Tune, Open)")
+            self.steps.add(key)
+            if key == Key.OPEN:
+                self.open_sent = True
+            return
+        if not self.open_sent:
+            req.refuse = "RMQS-HS-006"
+            if key not in BEFORE_OPEN_TOLERATED:
+                self.violate("RMQS-HS-016", C2S, index, f"{type(req.frame).__name__} before Open "
+                             "(the client starts with the handshake)")
+            self._owe("RMQS-HS-006", Code.UNKNOWN_FRAME, False)
+
+    def _client_response(self, frame, index, time) -> Optional[Exchange]:
+        if frame.key == Key.TUNE:
+            # The answer to the server's Tune, as key 0x8014 or 0x0014 (SPEC_NOTES).
+            if self.server_tune is None:
+                if self.fresh:
+                    self.violate("RMQS-HS-016", C2S, index, "the client's Tune before the server's")
+                return None
+            if self.opened or self.open_sent:
+                if self.notes and self.fresh:
+                    self._owe("RMQS-HS-014", Code.UNKNOWN_FRAME, True)
+                return None
+            tune, at, sent = self.server_tune
+            self.steps.add(Key.TUNE)
+            # "The client answers with a Tune frame with the settings he agrees on".
+            self.frame_max = _negotiate(tune.frame_max, frame.frame_max)
+            if self.tune_answered:
+                return None
+            self.tune_answered = True
+            return self.answered(at, index, "Tune", time - sent)
+        req = self._take(S2C, frame)
+        if req is None:
+            if self.fresh and S2C not in self.blind:
+                self.violate("RMQS-FRAME-003", C2S, index, f"{type(frame).__name__} answers no "
+                             "request of the server")
+                if self.notes:
+                    self._owe("RMQS-FRAME-012", Code.UNKNOWN_FRAME, True)
+            return None
+        if req.key == Key.CLOSE:
+            self.server_close = None
+        return self.answered(req.index, index, type(req.frame).__name__, time - req.time)
+
+    # per-command client rules (only for conversations seen from the start)
+
+    def _c_sasl_authenticate(self, req, f) -> None:
+        if self.mechanisms is not None and f.mechanism not in self.mechanisms:
+            self.violate("RMQS-HS-017", C2S, req.index, f"mechanism {f.mechanism!r} is not in the "
+                         f"server's list {list(self.mechanisms)}")
+            req.expect = ("RMQS-HS-008", Code.SASL_MECHANISM_NOT_SUPPORTED, True)
+        elif f.data is None:
+            req.expect = ("RMQS-TYPE-002", Code.OK, False)        # null data cannot authenticate
+        elif f.mechanism == "PLAIN" and sasl.plain(f.data) is None and self.notes:
+            req.expect = ("RMQS-HS-012", Code.SASL_ERROR, True)
+
+    def _c_declare_publisher(self, req, f) -> None:
+        self.used_streams.add(f.stream)
+        if len(f.reference) > MAX_REFERENCE:
+            self.violate("RMQS-PUB-017", C2S, req.index, f"publisher reference of {len(f.reference)} "
+                         "characters")
+        state = self._pub_state(f.publisher_id)
+        if state == "active" and self.notes:
+            req.expect = ("RMQS-PUB-003", Code.PRECONDITION_FAILED, True)
+        if f.publisher_id not in self.pubs:
+            self.pubs[f.publisher_id] = _Pub(f.stream)
+        self.pub_ops[f.publisher_id] += 1
+
+    def _c_delete_publisher(self, req, f) -> None:
+        state = self._pub_state(f.publisher_id)
+        if state == "absent":
+            req.expect = ("RMQS-PUB-006", Code.PUBLISHER_DOES_NOT_EXIST, True)
+        elif state == "active":
+            req.expect = ("RMQS-PUB-005", Code.PUBLISHER_DOES_NOT_EXIST, False)
+        self.pub_ops[f.publisher_id] += 1
+
+    def _c_publish(self, req, f) -> None:
+        state = self._pub_state(f.publisher_id)
+        if self.frame_max:
+            self._size_check(C2S, f, req.index)
+        publish = _Publish(req.index, req.time, len(f.messages), state == "absent")
+        pub = self.pubs.get(f.publisher_id)
+        inflight = self.undeclared.setdefault(f.publisher_id, {}) if pub is None else pub.inflight
+        for m in f.messages:
+            inflight.setdefault(m.publishing_id, deque()).append(publish)
+
+    def _c_query_publisher_sequence(self, req, f) -> None:
+        if len(f.reference) > MAX_REFERENCE:
+            self.violate("RMQS-PUB-017", C2S, req.index, f"publisher reference of {len(f.reference)} "
+                         "characters")
+
+    def _c_store_offset(self, req, f) -> None:
+        if len(f.reference) > MAX_REFERENCE:
+            self.violate("RMQS-OFFSET-008", C2S, req.index, f"offset reference of {len(f.reference)} "
+                         "characters")
+
+    def _c_subscribe(self, req, f) -> None:
+        self.used_streams.add(f.stream)
+        state = self._sub_state(f.subscription_id)
+        if state == "active":
+            req.expect = ("RMQS-SUB-008", Code.SUBSCRIPTION_ID_ALREADY_EXISTS, True)
+        elif state == "absent":
+            req.expect = ("RMQS-SUB-008", Code.SUBSCRIPTION_ID_ALREADY_EXISTS, False)
+            self.subs[f.subscription_id] = _Sub(f.stream, f.credit, credited=f.credit > 0)
+            self.gone_subs.discard(f.subscription_id)
+        self.sub_ops[f.subscription_id] += 1
+
+    def _c_unsubscribe(self, req, f) -> None:
+        state = self._sub_state(f.subscription_id)
+        if state == "absent":
+            req.expect = ("RMQS-UNSUB-002", Code.SUBSCRIPTION_ID_DOES_NOT_EXIST, True)
+        elif state == "active":
+            req.expect = ("RMQS-UNSUB-001", Code.SUBSCRIPTION_ID_DOES_NOT_EXIST, False)
+        self.sub_ops[f.subscription_id] += 1
+
+    def _c_credit(self, req, f) -> None:
+        sub = self.subs.get(f.subscription_id)
+        if sub is not None:
+            sub.credit += f.credit        # an upper bound of what the server has (see _deliver)
+            sub.credited = sub.credited or f.credit > 0
+        self.credits.setdefault(f.subscription_id, deque()).append(req)
+
+    def _c_exchange_command_versions(self, req, f) -> None:
+        # Deliver v2 once the client announces it (SPEC_NOTES: ExchangeCommandVersions).
+        self.deliver_v2 = self.deliver_v2 or any(k == Key.DELIVER and hi >= 2 for k, _, hi in f.versions)
+
+    # -- server frames ---------------------------------------------------------------------------
+
+    def _server(self, frame, index, time) -> Optional[Exchange]:
+        if self.ended[S2C] is not None:
+            # After its CloseResponse, a failed SaslAuthenticate or a refused Open the server
+            # closes the connection (SPEC_NOTES): nothing more comes from it.
+            if not self.reported_after_end and not isinstance(frame, codec.Close):
+                self.reported_after_end = True
+                self.violate(self.ended[S2C], S2C, index, f"{type(frame).__name__} after the server "
+                             "should have closed the connection")
+            return None
+        key = frame.key
+        if isinstance(frame, codec.CreditResponse):
+            return self._credit_response(frame, index, time)
+        if frame.response:
+            return self._response(frame, index, time)
+        if key not in SERVER_COMMANDS:
+            # "Commands ... From": only responses and the server's commands come from it; a
+            # request key is a response that lost its bit 15.
+            self.violate("RMQS-FRAME-002", S2C, index, f"{type(frame).__name__} (key 0x"
+                         f"{frame.wire_key:04x}) is neither a response nor a server command")
+            return None
+        if isinstance(frame, codec.Close):
+            self._server_close(frame, index)
+        if hasattr(frame, "correlation_id") and key in SERVER_REQUESTS:
+            self.pending[S2C].setdefault(frame.correlation_id, deque()).append(
+                _Request(key, frame, index, time, not self.opened))
+        handler = getattr(self, "_s_" + Key(key).name.lower(), None)
+        return None if handler is None else handler(frame, index, time)
+
+    def _server_close(self, frame, index) -> None:
+        self.server_close = frame.correlation_id
+        if self.owed is not None:
+            rule, code, _ = self.owed
+            self.owed = None
+            if frame.code != code:
+                self.violate(rule, S2C, index, f"Close({frame.code}) where Close({code}) was owed")
+
+    def _response(self, frame, index, time) -> Optional[Exchange]:
+        if isinstance(frame, (codec.TuneResponse, codec.ConsumerUpdateResponse)):
+            self.violate("RMQS-FRAME-002", S2C, index, f"{type(frame).__name__} is the client's")
+            return None
+        req = self._take(C2S, frame)
+        if req is None:
+            if self.fresh and C2S not in self.blind:
+                self.violate("RMQS-FRAME-003", S2C, index, f"{type(frame).__name__} with correlation "
+                             f"id {frame.correlation_id} answers no outstanding request")
+            return None
+        self._judge(req, frame, index)
+        return self.answered(req.index, index, type(req.frame).__name__, time - req.time)
+
+    def _judge(self, req: _Request, frame, index) -> None:
+        """The answer to ``req`` against what the conversation decides."""
+        key = req.key
+        code = getattr(frame, "code", None)
+        name = type(req.frame).__name__
+        if req.refuse is not None:
+            self.violate(req.refuse, S2C, index, f"{name} answered; it must get Close(13) or nothing")
+            return
+        if frame.key != key:
+            self.violate("RMQS-FRAME-002", S2C, index, f"{type(frame).__name__} answers {name} "
+                         f"(correlation id {req.frame.correlation_id})")
+            return
+        if not getattr(frame, "response_bit", True) and self.response_bit:
+            self.violate("RMQS-ROUTE-003", S2C, index, f"{type(frame).__name__} without the "
+                         "response bit")
+        if code is not None:
+            self._judge_code(req, frame, code, index)
+        getattr(self, "_r_" + Key(key).name.lower(), lambda *a: None)(req, frame, index)
+
+    def _judge_code(self, req, frame, code, index) -> None:
+        key, name = req.key, type(req.frame).__name__
+        try:
+            known = Code(code)
+        except ValueError:
+            self.violate("RMQS-FRAME-003", S2C, index, f"code {code} is not in the Response Codes table")
+            return
+        scope = CODE_SCOPE.get(known)
+        if scope is not None and key not in scope:
+            self.violate("RMQS-FRAME-003", S2C, index, f"code {code} ({known.name}) does not "
+                         f"answer {name}")
+        must = MUST_CODE.get(key)
+        if must is not None and code != must[0] and not (key == Key.CLOSE and req.before_open):
+            self.violate(must[1], S2C, index, f"{name} answered with code {code}, not {int(must[0])}")
+        if req.expect is not None and self.fresh:
+            rule, want, equal = req.expect
+            if (code == want) != equal:
+                self.violate(rule, S2C, index, f"{name} answered with code {code}: "
+                             f"{'expected' if equal else 'not'} {int(want)}")
+
+    # per-command server rules (the answer's effect on what the observer knows)
+
+    def _r_sasl_handshake(self, req, frame, index) -> None:
+        self.mechanisms = tuple(frame.mechanisms)
+        if frame.code == Code.OK and "PLAIN" not in self.mechanisms:
+            self.violate("RMQS-HS-002", S2C, index, f"mechanisms {list(self.mechanisms)} lack PLAIN")
+
+    def _r_sasl_authenticate(self, req, frame, index) -> None:
+        if frame.code == Code.OK:
+            self.authenticated = True
+        elif frame.code in AUTH_FAILURES and self.notes:
+            self.ended[S2C] = "RMQS-HS-009"
+
+    def _r_open(self, req, frame, index) -> None:
+        if frame.code == Code.OK:
+            self.opened = True
+            if self.notes and not {"advertised_host", "advertised_port"} <= set(frame.properties):
+                self.violate("RMQS-HS-015", S2C, index, "the Open response lacks advertised_host "
+                             "or advertised_port")
+        elif self.notes:
+            self.ended[S2C] = "RMQS-HS-011"
+
+    def _r_close(self, req, frame, index) -> None:
+        if self.notes and not req.before_open:
+            self.ended[S2C] = "RMQS-CLOSE-002"
+
+    def _r_metadata(self, req, frame, index) -> None:
+        asked = set(req.frame.streams)
+        names = [m.stream for m in frame.streams]
+        if set(names) != asked or len(names) != len(asked):
+            self.violate("RMQS-META-001", S2C, index, f"entries for {sorted(names)}, asked for "
+                         f"{sorted(asked)}")
+        brokers = {b.reference for b in frame.brokers}
+        for m in frame.streams:
+            if m.code == Code.OK and m.leader not in brokers:
+                self.violate("RMQS-META-002", S2C, index, f"stream {m.stream!r}: leader {m.leader} is "
+                             "not a broker of the response")
+            elif m.code == Code.STREAM_DOES_NOT_EXIST and m.leader != 0xFFFF and self.notes:
+                self.violate("RMQS-META-005", S2C, index, f"missing stream {m.stream!r}: leader "
+                             f"{m.leader}, not 0xFFFF")
+
+    def _r_declare_publisher(self, req, frame, index) -> None:
+        pid = req.frame.publisher_id
+        self.pub_ops[pid] -= 1
+        pub = self.pubs.get(pid)
+        if frame.code == Code.OK and pub is not None:
+            pub.state, pub.stream = "active", req.frame.stream
+        elif pub is not None and pub.state == "pending":
+            del self.pubs[pid]
+
+    def _r_delete_publisher(self, req, frame, index) -> None:
+        pid = req.frame.publisher_id
+        self.pub_ops[pid] -= 1
+        if frame.code in (Code.OK, Code.PUBLISHER_DOES_NOT_EXIST) and pid in self.pubs:
+            # Confirms still owed stay answerable under the publisher id.
+            self.undeclared.setdefault(pid, {}).update(self.pubs.pop(pid).inflight)
+
+    def _r_subscribe(self, req, frame, index) -> None:
+        sid = req.frame.subscription_id
+        self.sub_ops[sid] -= 1
+        sub = self.subs.get(sid)
+        if sub is None or sub.state != "pending":
+            return
+        if frame.code == Code.OK:
+            sub.state = "active"
+        else:
+            del self.subs[sid]
+
+    def _r_unsubscribe(self, req, frame, index) -> None:
+        sid = req.frame.subscription_id
+        self.sub_ops[sid] -= 1
+        if frame.code in (Code.OK, Code.SUBSCRIPTION_ID_DOES_NOT_EXIST):
+            self.subs.pop(sid, None)
+            if frame.code == Code.OK:
+                self.gone_subs.add(sid)
+
+    # server commands
+
+    def _s_tune(self, frame, index, time) -> None:
+        if not isinstance(frame, codec.Tune):
+            return
+        if self.fresh and not self.authenticated:
+            self.violate("RMQS-HS-004", S2C, index, "Tune before a successful SaslAuthenticate")
+        self.server_tune = (frame, index, time)
+
+    def _s_publish_confirm(self, frame, index, time) -> Optional[Exchange]:
+        return self._publish_answer(frame.publisher_id, [(p, None) for p in frame.publishing_ids],
+                                    index, time)
+
+    def _s_publish_error(self, frame, index, time) -> Optional[Exchange]:
+        return self._publish_answer(frame.publisher_id, list(frame.errors), index, time)
+
+    def _publish_answer(self, publisher_id, items, index, time) -> Optional[Exchange]:
+        pub = self.pubs.get(publisher_id)
+        tables = [t for t in (pub.inflight if pub else None, self.undeclared.get(publisher_id)) if t]
+        last = None
+        for pid, code in items:
+            queue = next((t[pid] for t in tables if t.get(pid)), None)
+            if not queue:
+                if code is None and self.fresh and C2S not in self.blind:
+                    self.violate("RMQS-PUB-007", S2C, index, f"publisher {publisher_id}: publishing "
+                                 f"id {pid} confirmed but not awaiting a confirm")
+                continue
+            publish = queue.popleft()
+            if publish.undeclared and code != Code.PUBLISHER_DOES_NOT_EXIST and self.fresh:
+                what = "confirmed" if code is None else f"error code {code}"
+                self.violate("RMQS-PUB-008", S2C, index, f"publisher {publisher_id} is not declared: "
+                             f"publishing id {pid} {what}, not PublishError 18")
+                publish.undeclared = False           # one report per Publish
+            publish.remaining -= 1
+            if publish.remaining == 0:
+                last = self.answered(publish.index, index, "Publish", time - publish.time)
+        return last
+
+    def _credit_response(self, frame, index, time) -> Optional[Exchange]:
+        sid = frame.subscription_id
+        queue = self.credits.get(sid)
+        if not queue:
+            if self.fresh and C2S not in self.blind:
+                self.violate("RMQS-FRAME-003", S2C, index, f"CreditResponse for subscription {sid}: "
+                             "no Credit awaits it")
+            return None
+        req = queue.popleft()
+        state = self._sub_state(sid)
+        if frame.code == Code.OK or (state == "active" and self.fresh):
+            # "the server sent a response only in case of problem"
+            self.violate("RMQS-CREDIT-003", S2C, index, f"Credit for subscription {sid} answered "
+                         f"(code {frame.code}) though it succeeded")
+        elif state == "absent" and frame.code != Code.SUBSCRIPTION_ID_DOES_NOT_EXIST and self.fresh:
+            self.violate("RMQS-CREDIT-004", S2C, index, f"Credit for unknown subscription {sid}: "
+                         f"code {frame.code}, not 4")
+        return self.answered(req.index, index, "Credit", time - req.time)
+
+    def _s_deliver(self, frame, index, time) -> None:
+        sid = frame.subscription_id
+        if frame.version >= 2 and not self.deliver_v2 and self.fresh:
+            self.violate("RMQS-DELIVER-001", S2C, index, "Deliver version 2 before the client "
+                         "announced it")
+        chunk = frame.chunk
+        if chunk.chunk_type != 0:
+            self.violate("RMQS-DELIVER-002", S2C, index, f"chunk type {chunk.chunk_type}, not user (0)")
+        if chunk.trailer and self.notes:
+            self.violate("RMQS-DELIVER-006", S2C, index, f"{len(chunk.trailer)} trailer bytes")
+        if self.frame_max:
+            self._size_check(S2C, frame, index)
+        if not self.fresh:
+            return
+        sub = self.subs.get(sid)
+        if sub is None:
+            if self.sub_ops[sid] == 0 and C2S not in self.blind:
+                rule = "RMQS-UNSUB-001" if sid in self.gone_subs else "RMQS-CREDIT-001"
+                self.violate(rule, S2C, index, f"Deliver for subscription {sid}, which does not exist")
+            return
+        if sub.credit <= 0 and C2S not in self.blind:
+            # Credit counts chunks ("Credit => uint16 // the number of chunks that can be
+            # sent"); every Credit seen so far is an upper bound of the server's.
+            rule = "RMQS-CREDIT-002" if sub.credited else "RMQS-CREDIT-001"
+            self.violate(rule, S2C, index, f"Deliver for subscription {sid} without credit")
+        sub.credit = max(sub.credit - 1, 0)
+        if chunk.first_offset < sub.next_offset:
+            self.violate("RMQS-DELIVER-005", S2C, index, f"chunk at offset {chunk.first_offset} after "
+                         f"one that ended at {sub.next_offset}")
+        if chunk.timestamp < sub.timestamp and self.notes:
+            self.violate("RMQS-DELIVER-008", S2C, index, f"chunk timestamp {chunk.timestamp} before "
+                         f"{sub.timestamp}")
+        sub.next_offset = max(sub.next_offset, chunk.first_offset + chunk.num_records)
+        sub.timestamp = max(sub.timestamp, chunk.timestamp)
+
+    def _s_metadata_update(self, frame, index, time) -> None:
+        if self.fresh and self.notes and frame.stream not in self.used_streams:
+            self.violate("RMQS-META-008", S2C, index, f"MetadataUpdate for {frame.stream!r}, which "
+                         "this connection neither publishes to nor consumes from")
+        # The stream's subscriptions and publishers are gone (RMQS-META-007, a SHOULD): what
+        # the server now holds of them is not known for sure.
+        for sub in self.subs.values():
+            if sub.stream == frame.stream:
+                sub.state = "unknown"
+        for pub in self.pubs.values():
+            if pub.stream == frame.stream:
+                pub.state = "unknown"
+
+    def _s_consumer_update(self, frame, index, time) -> None:
+        sub = self.subs.get(frame.subscription_id)
+        if sub is not None:         # delivery restarts from the client's answer
+            sub.next_offset, sub.timestamp = -1, -1
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _take(self, side: str, frame) -> Optional[_Request]:
+        """The outstanding request of ``side`` this response answers (same correlation id; the
+        one with the same key first)."""
+        reqs = self.pending[side].get(frame.correlation_id)
+        if not reqs:
+            return None
+        req = next((r for r in reqs if r.key == frame.key), reqs[0])
+        reqs.remove(req)
+        if not reqs:
+            del self.pending[side][frame.correlation_id]
+        return req
+
+    def _owe(self, rule: str, code: int, mandatory: bool) -> None:
+        if self.owed is None:
+            self.owed = (rule, code, mandatory and self.opened)
+
+    def _sub_state(self, sid: int) -> str:
+        if self.sub_ops[sid]:
+            return "unknown"
+        sub = self.subs.get(sid)
+        return sub.state if sub is not None else ("absent" if C2S not in self.blind else "unknown")
+
+    def _pub_state(self, pid: int) -> str:
+        if self.pub_ops[pid]:
+            return "unknown"
+        pub = self.pubs.get(pid)
+        return pub.state if pub is not None else "absent"
+
+    def _size_check(self, direction, frame, index) -> None:
+        size = _wire_size(frame)
+        if size > self.frame_max:
+            if direction == C2S:
+                self.violate("RMQS-FRAME-007", C2S, index, f"frame of {size} bytes above the "
+                             f"negotiated frame_max {self.frame_max}")
+                if self.frame_max_enforced:
+                    self._owe("RMQS-FRAME-007", Code.FRAME_TOO_LARGE, True)
+            else:
+                self.violate("RMQS-TUNE-001", S2C, index, f"frame of {size} bytes above the "
+                             f"negotiated frame_max {self.frame_max}")
+
+
+def _wire_size(frame) -> int:
+    """The frame's Size field (key, version and body)."""
+    if isinstance(frame, codec.Deliver):
+        c = frame.chunk
+        return 4 + 1 + (8 if frame.version >= 2 else 0) + 48 + len(c.bloom) + len(c.data) + len(c.trailer)
+    return len(codec.encode(frame)) - 4
+
