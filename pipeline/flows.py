@@ -108,7 +108,9 @@ class FlowAnalyzer:
         sides = {d: _Side(spec.capture_decoder(origin="client" if d == "c2s" else "server",
                                                profile=self.profile))
                  for d in ("c2s", "s2c")}
-        conn.user["flow"] = _Flow(spec, name, conn, spec.make_observer(self.profile), sides, time)
+        observer = spec.make_observer(self.profile)
+        observer.mid_stream = conn.mid_stream
+        conn.user["flow"] = _Flow(spec, name, conn, observer, sides, time)
 
     def data(self, s: Stream, data: bytes, time: float) -> None:
         flow: _Flow | None = s.conn.user.get("flow")

@@ -49,6 +49,10 @@ class Observer:
 
     def __init__(self, profile: Optional[str] = None) -> None:
         self.profile = profile
+        #: Set by the capture reader before the first frame when the capture lacks the
+        #: connection's start (its SYN): rules that need the conversation's history (the
+        #: handshake came first) cannot be judged.
+        self.mid_stream = False
         self.violations: list[Violation] = []
         self.exchanges: list[Exchange] = []
 
