@@ -146,4 +146,9 @@ REQUIREMENTS = (
       "clients use timeouts and backoff when POLL returns no data", untestable=_CLIENT),
     R("BLIP-CLIENT-005", "Client Responsibilities", "SHOULD",
       "clients watch for NACKs and adjust", untestable=_CLIENT),
+    # "After successful HELLO+AUTH: Client may send PUBLISH, SUBSCRIBE, POLL, and PING": read
+    # as what a client sends only then (the server refuses anything earlier with 401).
+    R("BLIP-CLIENT-006", "AUTH", "SHOULD",
+      "clients send nothing but HELLO and AUTH before HELLO+AUTH completed",
+      untestable=_CLIENT + "; the capture observer checks it"),
 )

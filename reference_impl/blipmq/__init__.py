@@ -31,4 +31,5 @@ SPEC = registry.register(registry.ProtocolSpec(
                           "credentials": {"api_key": "dev-key"}},
     },
     liveness="reference_impl.blipmq.probe:liveness_probe",
+    observer="reference_impl.blipmq.observer:BlipObserver",
 ))

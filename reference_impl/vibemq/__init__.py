@@ -63,4 +63,5 @@ SPEC = registry.register(registry.ProtocolSpec(
     },
     default_profile="document",
     liveness="reference_impl.vibemq.probe:liveness_probe",
+    observer="reference_impl.vibemq.observer:VibeObserver",
 ))
