@@ -225,28 +225,36 @@ def test_after_a_client_decode_error_answers_to_unseen_frames_are_not_judged():
 
 # -- a capture with injected violations, through the pipeline ---------------------------------
 
-def test_pcap_with_injected_violations(tmp_path):
-    frames = [
-        (C2S, Hello(1)), (S2C, Ack(1, 0)),
-        (C2S, Ping(2)), (S2C, Pong(2)),                       # 2, 3: PING before AUTH, answered
-        (C2S, Auth(3, "dev-key")), (S2C, Ack(3, 0)),
-        (C2S, Subscribe(4, "orders", 0)), (S2C, Ack(4, 5)),
-        (C2S, Poll(5, 5)), (S2C, Publish(1, 1, "orders", b"x")),  # 8, 9: QoS1 on a QoS0 subscription
-        (C2S, Ping(6)), (S2C, Nack(6, 418, "teapot")),        # 10, 11: bad code, PING refused
-        (S2C, Pong(99)),                                      # 12: answers nothing
-        (C2S, Ping(7)), (S2C, Pong(7)),
-    ]
-    injected = {("BLIP-CLIENT-006", C2S, 2), ("BLIP-AUTH-006", S2C, 3), ("BLIP-PUB-010", S2C, 9),
-                ("BLIP-NACK-002", S2C, 11), ("BLIP-PING-001", S2C, 11), ("BLIP-FRAME-005", S2C, 12)}
-    path = tmp_path / "injected.pcap"
+INJECTED_FRAMES = [
+    (C2S, Hello(1)), (S2C, Ack(1, 0)),
+    (C2S, Ping(2)), (S2C, Pong(2)),                       # 2, 3: PING before AUTH, answered
+    (C2S, Auth(3, "dev-key")), (S2C, Ack(3, 0)),
+    (C2S, Subscribe(4, "orders", 0)), (S2C, Ack(4, 5)),
+    (C2S, Poll(5, 5)), (S2C, Publish(1, 1, "orders", b"x")),  # 8, 9: QoS1 on a QoS0 subscription
+    (C2S, Ping(6)), (S2C, Nack(6, 418, "teapot")),        # 10, 11: bad code, PING refused
+    (S2C, Pong(99)),                                      # 12: answers nothing
+    (C2S, Ping(7)), (S2C, Pong(7)),
+]
+INJECTED = {("BLIP-CLIENT-006", C2S, 2), ("BLIP-AUTH-006", S2C, 3), ("BLIP-PUB-010", S2C, 9),
+            ("BLIP-NACK-002", S2C, 11), ("BLIP-PING-001", S2C, 11), ("BLIP-FRAME-005", S2C, 12)}
+
+
+def write_injected(path, client=("10.1.1.1", 40000)) -> None:
+    """A capture of :data:`INJECTED_FRAMES`, 5 ms apart (tests/test_pipeline.py uses it too)."""
     t = 50.0
     with PcapWriter(str(path)) as w:
-        conv = TcpConversation(w, ("10.1.1.1", 40000), ("10.1.1.2", 5555), t)
-        for direction, frame in frames:
+        conv = TcpConversation(w, client, ("10.1.1.2", 5555), t)
+        for direction, frame in INJECTED_FRAMES:
             t += 0.005
             conv.data(direction, codec.encode(frame), t)
         conv.close("c2s", t + 0.01)
         conv.close("s2c", t + 0.02)
+
+
+def test_pcap_with_injected_violations(tmp_path):
+    frames, injected = INJECTED_FRAMES, INJECTED
+    path = tmp_path / "injected.pcap"
+    write_injected(path)
     tables = analyze([str(path)], "blipmq")
     assert {(v["requirement"], v["direction"], v["index"]) for v in tables["violations"]} == injected
     rows = {r["index"]: r for r in tables["frames"]}

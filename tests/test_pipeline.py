@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conformance.pcapdecode import decode_pcap
-from conformance.pcapfile import PcapWriter, TcpConversation
+from conformance.pcapfile import PcapWriter, TcpConversation, tcp_packet
 from pipeline import schema
 from pipeline.local import analyze as analyze_plain
 from pipeline.spark_job import analyze
@@ -206,3 +206,29 @@ def test_read_file_batches_sort_back_to_file_order(tmp_path, monkeypatch, batch,
             want.setdefault(spark_job._segment_key(seg), []).append(
                 (seg.time, seg.src, seg.dst, seg.seq, seg.ack, seg.flags, seg.data))
     assert got == want and len(want) == 5
+
+
+def test_injected_violations_are_found_exactly_on_spark(spark, tmp_path):
+    """Conversations with known violations (tests/test_observer_blipmq.py), one per client in
+    one capture: Spark's violations table has exactly those, for each conversation."""
+    from tests.test_observer_blipmq import INJECTED, write_injected
+    from conformance.pcapfile import PcapReader
+    parts = []
+    for n in range(6):
+        write_injected(tmp_path / f"c{n}.pcap", client=("10.1.1.1", 40000 + n))
+        parts.append(tmp_path / f"c{n}.pcap")
+    path = tmp_path / "injected.pcap"
+    with PcapWriter(str(path)) as w:        # the six conversations in one file, one after another
+        for part in parts:
+            with PcapReader(str(part)) as reader:
+                for seg in reader:
+                    w.write(seg.time, tcp_packet(seg.src, seg.dst, seg.seq, seg.ack, seg.flags, seg.data))
+    out = str(tmp_path / "a")
+    summary = analyze([str(path)], out, spark=spark, partitions=3)
+    found = {(r["flow"], r["requirement"], r["direction"], r["index"]) for r in _rows(spark, out, "violations")}
+    flows = {r["flow"] for r in _rows(spark, out, "flows")}
+    assert len(flows) == 6
+    assert found == {(f, *v) for f in flows for v in INJECTED}
+    assert summary["rows"]["violations"] == 6 * len(INJECTED)
+    levels = {r["requirement"]: r["level"] for r in _rows(spark, out, "violations")}
+    assert levels["BLIP-FRAME-005"] == "MUST" and levels["BLIP-CLIENT-006"] == "SHOULD"
