@@ -172,7 +172,7 @@ class Analysis:
 
     @property
     def started(self) -> float:
-        # Today's summaries carry no time; a later one may, and then the newest shows first.
+        # When the job started (pipeline/spark_job.py); the newest analysis shows first.
         return float(self.doc.get("started") or 0)
 
     @property

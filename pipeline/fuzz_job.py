@@ -21,7 +21,6 @@ import glob
 import json
 import os
 import time
-from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 CAMPAIGN = "fuzz-campaign"
@@ -113,7 +112,7 @@ def _ddl(columns) -> str:
 
 def analyze_fuzz(paths: Iterable[str], out: str, master: str = "local[*]", spark=None) -> dict:
     """Run the job; write the five tables and ``out/summary.json``; return the summary."""
-    from pipeline.spark_job import session
+    from pipeline.spark_job import session, write_summary
     t0 = time.monotonic()
     files = campaign_files(paths)
     if not files:
@@ -154,6 +153,4 @@ def analyze_fuzz(paths: Iterable[str], out: str, master: str = "local[*]", spark
     finally:
         if own:
             spark.stop()
-    Path(out).mkdir(parents=True, exist_ok=True)
-    Path(out, "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    return summary
+    return write_summary(out, summary)

@@ -157,7 +157,7 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
             spark=None) -> dict:
     """Run the job; write ``out/<table>/`` for each table of pipeline/schema.py and
     ``out/summary.json``; return the summary."""
-    t0 = time.monotonic()
+    t0, wall_start = time.monotonic(), time.time()
     files = [os.path.abspath(f) for f in capture_files(paths)]
     extra_ports = tuple(ports)
     by_port = specs_by_port(protocols(protocol), extra_ports)     # checks --port/--protocol
@@ -187,7 +187,7 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
         counts["stats"] = parquet_parts.write_table(out_abs, "stats", report["stats"])
         for table in schema.TABLES:
             Path(out_abs, table, "_SUCCESS").touch()
-        summary = {"kind": "capture-analysis", "master": sc.master, "out": os.path.abspath(out), "partitions": n,
+        summary = {"kind": "capture-analysis", "started": wall_start, "master": sc.master, "out": os.path.abspath(out), "partitions": n,
                    "files": len(files), "input_bytes": sum(os.path.getsize(f) for f in files),
                    "protocol": protocol, "profile": profile, "rows": counts,
                    "seconds": round(time.monotonic() - started, 2),
@@ -195,6 +195,11 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
     finally:
         if own:
             spark.stop()
+    return write_summary(out, summary)
+
+
+def write_summary(out: str, summary: dict) -> dict:
+    """``out/summary.json`` (what ``wirecheck report`` reads), returning ``summary``."""
     Path(out).mkdir(parents=True, exist_ok=True)
     Path(out, "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
