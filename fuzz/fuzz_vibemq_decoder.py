@@ -1,5 +1,6 @@
-"""atheris target: the VibeMQ frame decoder in every profile, whole vs chunked reads; decoded
-messages survive re-framing (fuzz/harness_vibemq.py).
+"""atheris target: the VibeMQ frame decoder in both framings (one per input, by the input's
+length: fuzz/harness_vibemq.py ``framing_of``), whole vs chunked reads; decoded messages
+survive re-framing (fuzz/harness_vibemq.py).
 
 Run: ``python fuzz/fuzz_vibemq_decoder.py NEW_DIR fuzz/corpora/vibemq -dict=fuzz/dictionaries/vibemq.dict``
 (``python -m fuzz.run_smoke --target vibemq_decoder`` does it on a copy of the corpus).

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
+from itertools import accumulate, chain, repeat
 
 from fuzz.harness import SIZE_BYTES, read_sizes
 from reference_impl.core.errors import Category, FrameError
@@ -41,45 +42,57 @@ _EXTENSION, _LARGE, _CONTINUED = int(F.EXTENSION), int(F.LARGE_PAYLOAD), int(F.C
 
 # --- decoding, past the errors the codec recovers from -----------------------------------------
 
-def _pieces(data: bytes, sizes) -> list[bytes]:
-    out, pos = [], 0
-    for size in sizes:
-        out.append(data[pos:pos + size])
-        pos += size
-    return out + [data[pos:]] if pos < len(data) else out
-
-
 def decode_events(data: bytes, sizes, make_decoder) -> list[tuple]:
-    """``data`` fed in ``sizes`` to ``make_decoder()``: ``("frame", frame, end)`` for each frame
-    (``end``: the stream offset where its bytes end) and ``("error", category, offset)`` for
-    each error, going on after an error the decoder recovers from, stopping at one it raises
-    again (the stream is broken); the end of the stream last (a partial frame is TRUNCATED).
-    Bounded: a recovered error consumed its frame, so the same error is never raised twice."""
+    """``data`` fed in ``sizes`` (then the rest, if they fall short) to ``make_decoder()``:
+    ``("frame", frame, end)`` for each frame (``end``: the stream offset where its bytes end)
+    and ``("error", category, offset)`` for each error, going on after an error the decoder
+    recovers from, stopping at one it raises again (the stream is broken); the end of the
+    stream last (a partial frame is TRUNCATED). Bounded: a recovered error consumed its frame,
+    so the same error is never raised twice. ``next_frame`` is called only after a read its
+    ``receive`` says can complete something (codec.Decoder.receive: else it would answer None
+    at once): with reads of a byte or two, those calls were most of the time."""
     decoder = make_decoder()
-    out, fed, last = [], 0, None
-    receive, next_frame = decoder.receive, decoder.next_frame
-    for piece in _pieces(data, sizes):
-        receive(piece)
-        fed += len(piece)
-        while True:
-            try:
-                frame = next_frame()
-            except FrameError as exc:
-                error = ("error", exc.category, exc.offset)
-                if error == last:
-                    return out
-                out.append(error)
-                last = error
-                continue
-            if frame is None:
-                break
-            last = None
-            out.append(("frame", frame, fed - decoder.buffered))
+    out, last = [], None
+    next_frame = decoder.next_frame
+    n = len(data)
+    ends = list(map(min, accumulate(sizes), repeat(n)))
+    if not ends or ends[-1] < n:
+        ends.append(n)                             # sizes fell short: the rest in one read
+    # The reads are cut and received from C (map): per read, Python only looks at what
+    # receive answered.
+    pieces = map(data.__getitem__, map(slice, chain((0,), ends), ends))
+    for ready, end in zip(map(decoder.receive, pieces), ends):
+        if ready:
+            last = _frames(decoder, next_frame, end, out, last)
+            if last is _BROKEN:
+                return out
     try:
         decoder.eof()
     except FrameError as exc:
         out.append(("error", exc.category, exc.offset))
     return out
+
+
+_BROKEN = ("broken",)
+
+
+def _frames(decoder, next_frame, fed: int, out: list, last):
+    """The events of one read (appended to ``out``); the last error seen (None after a
+    frame), or :data:`_BROKEN` when an error came twice (the stream is broken)."""
+    while True:
+        try:
+            frame = next_frame()
+        except FrameError as exc:
+            error = ("error", exc.category, exc.offset)
+            if error == last:
+                return _BROKEN
+            out.append(error)
+            last = error
+            continue
+        if frame is None:
+            return last
+        last = None
+        out.append(("frame", frame, fed - decoder.buffered))
 
 
 def make(profile: str, handshakes: int = 0):
@@ -133,12 +146,16 @@ def survives(frame, profile: str, in_place: bool = False) -> None:
     assert again == [("frame", frame, len(wire))], f"{frame} does not survive encode/decode: {again}"
 
 
-def all_survive(frames: list, profile: str) -> None:
+def all_survive(frames: list, profile: str, data: bytes | None = None,
+                whole: list | None = None) -> None:
     """:func:`survives` for every frame of a stream after the handshake, with one decoder: the
     frames re-encoded back to back read back as the same frames, each ending where its bytes
     end. The same check (after a whole frame the decoder holds nothing: no partial CONTINUED
     message, as the encoder ends every message with a frame without CONTINUED, and no error)
-    at a fraction of the cost of one decoder per frame."""
+    at a fraction of the cost of one decoder per frame. ``whole``: the events of ``data``
+    read whole in ``profile`` (:func:`split_agrees`), if known: when the frames re-encode to
+    ``data`` itself (a canonical stream), that reading is the one asked for (the decoder is
+    a function of its bytes), and is not done twice."""
     wires, expected, end = [], [], 0
     for frame in frames:
         codec.frame_to_dict(frame)
@@ -151,7 +168,10 @@ def all_survive(frames: list, profile: str) -> None:
     if not wires:
         return
     wire = b"".join(wires)
-    again = decode_events(wire, [len(wire)], make(profile))
+    if whole is not None and wire == data:
+        again = whole
+    else:
+        again = decode_events(wire, [len(wire)], make(profile))
     if again != expected:
         for frame in frames:
             survives(frame, profile)             # names the frame that does not survive
@@ -198,11 +218,13 @@ def reassembled_as_sent(data: bytes, events) -> None:
     """Every message the decoder yields is its frame's payload after those of the CONTINUED
     frames right before it ("MESSAGE": CONTINUED on all but the last frame of a payload), with
     that frame's sequence number: no piece lost, none taken from another message."""
-    spans = _spans(data)
-    ends = {span[0]: i for i, span in enumerate(spans)}
+    ends = None
     for event in events:
         if event[0] != "frame" or not isinstance(event[1], Message):
             continue
+        if ends is None:                           # only for a stream with messages
+            spans = _spans(data)
+            ends = {span[0]: i for i, span in enumerate(spans)}
         message, i = event[1], ends.get(event[2])
         assert i is not None, f"{message} ends at {event[2]}, where no frame ends"
         first = i
@@ -273,7 +295,7 @@ def decoder_one_input(data: bytes) -> None:
     parsers inside frames are :func:`profiles_one_input`'s)."""
     events = split_agrees(data, PROFILES[0])
     reassembled_as_sent(data, events)
-    all_survive(frames_of(events), PROFILES[0])
+    all_survive(frames_of(events), PROFILES[0], data, events)
 
 
 def profiles_one_input(data: bytes) -> None:

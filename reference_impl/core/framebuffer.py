@@ -48,6 +48,14 @@ class FrameBuffer:
         at = self._pos + skip
         return self._buf[at] if at < len(self._buf) else None
 
+    def window(self) -> tuple[bytearray, int, int]:
+        """``(buffer, read offset into it, absolute stream offset of that byte)``, for a
+        decoder that reads a header's fields in place (``st.unpack_from(buffer, pos + k)``,
+        ``buffer[pos + k]``) after checking ``len(buffer) - pos``: one call per frame instead
+        of one per field (the fuzzers trace every call). Read-only, and valid only until the
+        next ``feed``, ``take`` or ``skip``."""
+        return self._buf, self._pos, self._base + self._pos
+
     def unpack(self, st: struct.Struct, skip: int = 0) -> tuple | None:
         """``st`` unpacked at ``skip`` bytes past the read offset, or None if not buffered yet."""
         start = self._pos + skip
@@ -58,14 +66,22 @@ class FrameBuffer:
     def take(self, n: int, skip: int = 0) -> bytes:
         """Consume ``skip + n`` bytes and return the last ``n`` (a header already read with
         :meth:`unpack` is skipped in the same call); the caller has checked they are there."""
+        buf = self._buf
         start = self._pos + skip
         end = start + n
-        if end > len(self._buf):
+        if end > len(buf):
             raise IndexError("FrameBuffer.take past the end")
-        self._pos = end
-        with memoryview(self._buf) as view:     # one copy; the view is released before compacting
+        with memoryview(buf) as view:           # one copy; the view is released before compacting
             data = bytes(view[start:end])
-        self._maybe_compact()
+        if end == len(buf):
+            # All consumed (the usual case once a read's frames are taken): _maybe_compact's
+            # first case inline, as a decoder takes every frame through here.
+            self._base += end
+            buf.clear()
+            self._pos = 0
+        else:
+            self._pos = end
+            self._maybe_compact()
         return data
 
     def skip(self, n: int) -> None:

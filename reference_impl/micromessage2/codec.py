@@ -237,9 +237,14 @@ class Decoder(IncrementalDecoder):
         self._handshakes = count
         self._frame_need = 1
 
-    def receive(self, data: bytes) -> None:
+    def receive(self, data: bytes) -> bool:
+        """Buffer ``data`` (nothing once the stream is broken); whether ``next_frame`` may now
+        yield or raise anything. False: the frame in hand still lacks bytes, and next_frame
+        would answer None without looking, so a caller feeding a byte or two at a time (the
+        fuzzers) can skip the call."""
         if self._error is None:
-            self._buf.feed(data)
+            return self._buf.feed(data) >= self._frame_need
+        return True
 
     @property
     def buffered(self) -> int:
@@ -262,7 +267,8 @@ class Decoder(IncrementalDecoder):
             raise self._error
         buf = self._buf
         while True:
-            if len(buf) < self._frame_need:
+            data, p, start = buf.window()
+            if len(data) - p < self._frame_need:
                 return None
             if self._handshakes > 0:
                 # An ERROR frame, with a 1-byte or (LARGE_PAYLOAD, "Flag values") a 4-byte length:
@@ -272,7 +278,7 @@ class Decoder(IncrementalDecoder):
                 if buf.byte() not in _HANDSHAKE_ERROR_FIRST:
                     return self._handshake()
                 self._handshakes = 0         # an ERROR instead of a handshake: the peer gives up
-            frame = self._frame()
+            frame = self._frame(data, p, start)
             if frame is None:
                 return None
             if frame is _PIECE:
@@ -330,52 +336,42 @@ class Decoder(IncrementalDecoder):
 
     # -- frames --------------------------------------------------------------------------------
 
-    def _payload_length(self, flags: int, at: int) -> Optional[tuple[int, int]]:
-        """(length, size of the length field) at ``at`` bytes past the read offset."""
-        if flags & _LARGE:
-            got = self._buf.unpack(_U32, at)
-            if got is None:
-                return self._wait(at + 4)
-            n, size = got[0], 4
-        else:
-            n, size = self._buf.byte(at), 1
-            if n is None:
-                return self._wait(at + 1)
-        if n > self.limits.max_frame_size:
-            raise self._fail(_err(LengthError, f"payload length {n} above the limit "
-                                  f"{self.limits.max_frame_size}", Category.LENGTH_TOO_LARGE,
-                                  self._buf.offset + at))
-        return n, size
+    def _too_large(self, n: int, at: int, start: int) -> FrameError:
+        return self._fail(_err(LengthError, f"payload length {n} above the limit "
+                               f"{self.limits.max_frame_size}", Category.LENGTH_TOO_LARGE, start + at))
 
-    def _frame(self):
-        buf = self._buf
-        start = buf.offset
-        flags = buf.byte()
-        if flags & _UNKNOWN_BITS:
-            raise self._fail(_err(UnknownTypeError, f"unknown flag bits 0x{flags & _UNKNOWN_BITS:02x} "
-                                  f"in flags 0x{flags:02x}", Category.UNKNOWN_TYPE, start))
+    # The two readers below look at the buffered bytes in place (FrameBuffer.window) and read
+    # the payload length ("Flag values": 1 byte, or 4 with LARGE_PAYLOAD) themselves: one call
+    # per frame instead of one per field, as the fuzzers trace every call.
+
+    def _frame(self, data: bytearray, p: int, start: int):
+        flags = data[p]
+        if flags in _BAD_FLAGS:
+            raise self._fail(_flags_error(flags, start))
         kind = flags & _TYPE_BITS
-        if kind & (kind - 1):
-            raise self._fail(_err(PayloadError, f"flags 0x{flags:02x} name two frame types",
-                                  Category.BAD_VALUE, start))
-        if kind and flags & _CONTINUED:
-            raise self._fail(_err(PayloadError, "CONTINUED is defined for MESSAGE frames only",
-                                  Category.BAD_VALUE, start))
-        if self._partial is not None and kind:
+        if kind == 0:
+            return self._message(flags, data, p, start)
+        if self._partial is not None:
             raise self._fail(_err(PayloadError, "a frame came between the pieces of a CONTINUED "
                                   "message", Category.BAD_VALUE, start))
         large = bool(flags & _LARGE)
-        if kind == 0:
-            return self._message(flags, start, large)
-        prefix = 1 if kind == _EXTENSION else 0
-        got = self._payload_length(flags, 1 + prefix)
-        if got is None:
-            return None
-        n, size = got
-        head = 1 + prefix + size
-        if len(buf) < head + n:
+        at = 2 if kind == _EXTENSION else 1          # after the extension id
+        available = len(data) - p
+        if large:
+            if available < at + 4:
+                return self._wait(at + 4)
+            (n,) = _U32.unpack_from(data, p + at)
+            head = at + 4
+        else:
+            if available < at + 1:
+                return self._wait(at + 1)
+            n = data[p + at]
+            head = at + 1
+        if n > self.limits.max_frame_size:
+            raise self._too_large(n, at, start)
+        if available < head + n:
             return self._wait(head + n)
-        ext_id = buf.byte(1) if prefix else 0
+        ext_id = data[p + 1]
         payload = self._take(n, head)
         if kind == _EXTENSION:
             return ExtensionFrame(ext_id, payload, large)
@@ -385,68 +381,100 @@ class Decoder(IncrementalDecoder):
         name, args = syntax.parse_command(text, self.strict, start + head)
         return Command(name, args, large)
 
-    def _message(self, flags: int, start: int, large: bool):
-        buf = self._buf
-        head = buf.unpack(_MSG_HEAD, 1)
-        if head is None:
-            return self._wait(4)
-        seq, dlen = head
+    def _message(self, flags: int, data: bytearray, p: int, start: int):
+        # Nothing about a MESSAGE can be decided before its payload length is read (the
+        # sequence number and the two lengths before it are never refused), so each wait is
+        # for the bytes up to that field as far as the lengths read so far place it (empty
+        # destination and properties at first): fewer passes here with reads of a byte or two.
+        large = bool(flags & _LARGE)
+        size = 4 if large else 1
+        available = len(data) - p
+        if available < 6 + size:
+            return self._wait(6 + size)
+        seq, dlen = _MSG_HEAD.unpack_from(data, p + 1)
         pos = 4 + dlen
-        plen = buf.unpack(_U16, pos)
-        if plen is None:
-            return self._wait(pos + 2)
-        pos += 2 + plen[0]
-        got = self._payload_length(flags, pos)
-        if got is None:
-            return None
-        n, size = got
+        if available < pos + 2 + size:
+            return self._wait(pos + 2 + size)
+        (plen,) = _U16.unpack_from(data, p + pos)
+        pos += 2 + plen
+        if available < pos + size:
+            return self._wait(pos + size)
+        if large:
+            (n,) = _U32.unpack_from(data, p + pos)
+        else:
+            n = data[p + pos]
         total = pos + size + n
-        if len(buf) < total:
+        if n > self.limits.max_frame_size:
+            raise self._too_large(n, pos, start)
+        if available < total:
             return self._wait(total)
         continued = bool(flags & _CONTINUED)
-        so_far = len(self._partial[4]) if self._partial is not None else 0
-        if (continued or self._partial is not None) and so_far + n > self.limits.max_message_size:
+        partial = self._partial
+        if (continued or partial is not None) and \
+                (len(partial[4]) if partial is not None else 0) + n > self.limits.max_message_size:
             raise self._fail(_err(LengthError, f"CONTINUED payload above the limit "
                                   f"{self.limits.max_message_size}", Category.LENGTH_TOO_LARGE, start))
         raw = self._take(total)
+        piece = continued or partial is not None
         try:
-            dest = self._text(raw, 4, 4 + dlen, "the destination", start)
-            props = self._text(raw, 6 + dlen, 6 + dlen + plen[0], "the properties", start)
-        except FrameError as exc:
-            if continued or self._partial is not None:
-                # "MESSAGE": CONTINUED pieces make one payload. A piece whose destination or
-                # properties cannot be read cannot be matched with the others, and going on
-                # would yield the message without it (or its later pieces as a message of
-                # their own): the stream is broken, as for a piece naming another message.
-                # (Found by fuzz/fuzz_mm2_decoder.py.)
-                self._partial = None
-                raise self._fail(exc) from None
-            raise
+            dest = raw[4:4 + dlen].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._unreadable(_err(PayloadError, "the destination is not UTF-8",
+                                        Category.BAD_ENCODING, start + 4 + exc.start), piece) from None
+        try:
+            props = raw[6 + dlen:6 + dlen + plen].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._unreadable(_err(PayloadError, "the properties is not UTF-8",
+                                        Category.BAD_ENCODING, start + 6 + dlen + exc.start), piece) from None
         payload = raw[total - n:]
-        if self._partial is not None:
-            p_seq, p_dest, p_props, p_large, data, count = self._partial
+        if partial is not None:
+            p_seq, p_dest, p_props, p_large, pieces, count = partial
             if (seq, dest, props) != (p_seq, p_dest, p_props):
                 self._partial = None
                 raise self._fail(_err(PayloadError, "a CONTINUED piece names another sequence number, "
                                       "destination or properties", Category.BAD_VALUE, start))
-            data += payload
+            pieces += payload
             if continued:
-                self._partial[5] = count + 1
+                partial[5] = count + 1
                 return _PIECE
             self._partial = None
-            return self._finish(seq, dest, props, bytes(data), p_large, count + 1, start)
+            return Message(seq, dest, bytes(pieces), syntax.parse_properties(props, start) if props else (),
+                           p_large, count + 1)
         if continued:
             # The raw properties text is kept to compare the later pieces with.
             self._partial = [seq, dest, props, large, bytearray(payload), 1]
             return _PIECE
-        return self._finish(seq, dest, props, payload, large, 1, start)
+        return Message(seq, dest, payload, syntax.parse_properties(props, start) if props else (), large, 1)
 
-    @staticmethod
-    def _finish(seq: int, dest: str, props: str, payload: bytes, large: bool, pieces: int,
-                start: int) -> Message:
-        return Message(seq, dest, payload, syntax.parse_properties(props, start), large, pieces)
+    def _unreadable(self, exc: FrameError, piece: bool) -> FrameError:
+        """A MESSAGE frame's destination or properties are not UTF-8: an error of that frame
+        (the stream goes on), or with ``piece`` (a CONTINUED piece, or the last one) a broken
+        stream. "MESSAGE": CONTINUED pieces make one payload. A piece whose destination or
+        properties cannot be read cannot be matched with the others, and going on would yield
+        the message without it (or its later pieces as a message of their own): the stream is
+        broken, as for a piece naming another message. (Found by fuzz/fuzz_mm2_decoder.py.)"""
+        if piece:
+            self._partial = None
+            self._fail(exc)
+        return exc
 
 
+def _flags_error(flags: int, start: int) -> FrameError:
+    """Why a flags byte of :data:`_BAD_FLAGS` is refused ("Flag values"), first reason first."""
+    if flags & _UNKNOWN_BITS:
+        return _err(UnknownTypeError, f"unknown flag bits 0x{flags & _UNKNOWN_BITS:02x} "
+                    f"in flags 0x{flags:02x}", Category.UNKNOWN_TYPE, start)
+    kind = flags & _TYPE_BITS
+    if kind & (kind - 1):
+        return _err(PayloadError, f"flags 0x{flags:02x} name two frame types", Category.BAD_VALUE, start)
+    return _err(PayloadError, "CONTINUED is defined for MESSAGE frames only", Category.BAD_VALUE, start)
+
+
+#: Flags bytes refused whatever follows: an unknown bit, two type bits, or CONTINUED on a frame
+#: that is not a MESSAGE ("Flag values"). One set lookup per frame instead of three tests.
+_BAD_FLAGS = frozenset(f for f in range(256)
+                       if f & _UNKNOWN_BITS or (f & _TYPE_BITS) & ((f & _TYPE_BITS) - 1)
+                       or (f & _TYPE_BITS and f & _CONTINUED))
 _PIECE = object()
 
 

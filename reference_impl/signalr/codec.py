@@ -35,6 +35,8 @@ class SignalRLimits(Limits):
     strict_varint: bool = False
 
 
+_DEFAULT_LIMITS = SignalRLimits()     # frozen: one instance serves every decoder
+
 #: Bytes a JSON text may start with (whitespace, then the object).
 _JSON_START = (b"{", b" ", b"\t", b"\r", b"\n")
 
@@ -68,7 +70,7 @@ class Decoder(IncrementalDecoder):
                  protocol: Optional[str] = None, profile: str = "v1", handshake: bool = True) -> None:
         if protocol is not None and protocol not in HUB_PROTOCOLS:
             raise ValueError(f"unknown hub protocol {protocol!r}")
-        self.limits = limits or SignalRLimits()
+        self.limits = limits or _DEFAULT_LIMITS
         self.origin = origin
         self.profile = profile
         self.hub_protocol = protocol
@@ -76,6 +78,7 @@ class Decoder(IncrementalDecoder):
         self.handshake_done = not handshake or (profile == "draft" and origin == "server")
         self._buf = RecordReader(self.limits.max_frame_size, bool(self.limits.strict_varint))
         self._closed_by_handshake = False
+        self._fast_known = False          # _fast() was once True (it stays so)
         # Records cut in one batch and not yet parsed: bodies, their offsets (binary) or the
         # first one's (text: the rest follow from the lengths), and the next index.
         self._pending: list[bytes] = []
@@ -120,7 +123,7 @@ class Decoder(IncrementalDecoder):
                 if self._pending:
                     self._parse_pending(out)
                     continue
-                if self._fast():
+                if self._fast_known or self._fast():
                     start, batch, offsets = self._buf.take_records()
                     if batch:
                         if self.hub_protocol == JSON:
@@ -134,6 +137,14 @@ class Decoder(IncrementalDecoder):
                         self._pending_messages, self._pending_offsets = messages, offsets
                         self._pending_start, self._pending_next = start, 0
                         continue
+                    # No batch: next_frame's reading, which here (nothing pending, the
+                    # handshake behind, the protocol known) is the reader's next record,
+                    # parsed. Inline, as most reads of a chunked stream end here.
+                    got = self._buf.next_record()
+                    if got is None:
+                        return out
+                    out.append(_PARSERS[self.hub_protocol](got[1], got[0], self.profile))
+                    continue
                 message = self.next_frame()
                 if message is None:
                     return out
@@ -144,8 +155,13 @@ class Decoder(IncrementalDecoder):
 
     def _fast(self) -> bool:
         """Whether this stream's records now take the fast path (v1, after the handshake)."""
-        return self.handshake_done and self.profile == "v1" and not self._closed_by_handshake \
+        fast = self.handshake_done and self.profile == "v1" and not self._closed_by_handshake \
             and self.hub_protocol is not None
+        # Once True, always: handshake_done and _closed_by_handshake are set by the handshake
+        # only, hub_protocol once (handshake or guess), profile never. feed asks for every
+        # read, so the answer is kept (the fuzzers trace every call).
+        self._fast_known = fast
+        return fast
 
     def _parse_pending(self, out: list) -> None:
         while self._pending:
@@ -249,7 +265,13 @@ def make_decoder(limits=None, origin=None, protocol=None, profile=None, handshak
 
 # --- views ------------------------------------------------------------------------------------
 
+#: Values _jsonable returns as they are, by exact type (most of a message's): one test first.
+_PLAIN = frozenset((str, int, float, bool, type(None)))
+
+
 def _jsonable(value):
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, (bytes, bytearray, memoryview)):
         return {"hex": bytes(value).hex()}
     if isinstance(value, dict):

@@ -81,37 +81,30 @@ def _err(cls, message: str, category: Category, offset: int) -> FrameError:
 
 # --- the binary message ---------------------------------------------------------------------
 
-class _Reader:
-    __slots__ = ("data", "pos", "base")
+def _truncated(what: str, offset: int) -> FrameError:
+    return _err(PayloadError, f"message ends inside {what}", Category.TRUNCATED, offset)
 
-    def __init__(self, data: bytes, base: int) -> None:
-        self.data, self.pos, self.base = data, 0, base
 
-    def need(self, n: int, what: str) -> None:
-        if len(self.data) - self.pos < n:
-            raise _err(PayloadError, f"message ends inside {what}", Category.TRUNCATED,
-                       self.base + len(self.data))
-
-    def u16(self, what: str) -> int:
-        self.need(2, what)
-        (value,) = _U16.unpack_from(self.data, self.pos)
-        self.pos += 2
-        return value
-
-    def text(self, n: int, what: str) -> Optional[str]:
-        if n == 0:
-            return None
-        self.need(n, what)
-        start = self.pos
-        self.pos += n
-        try:
-            return self.data[start:self.pos].decode("utf-8")
-        except UnicodeDecodeError:
-            raise _err(PayloadError, f"{what} is not UTF-8", Category.BAD_ENCODING,
-                       self.base + start) from None
-
-    def string(self, what: str) -> Optional[str]:
-        return self.text(self.u16(f"the length of {what}"), what)
+def _field(body: bytes, pos: int, base: int, what: str, index: int = 0) -> tuple[Optional[str], int]:
+    """The u16-length UTF-8 string at ``pos`` ("Message Format": length 0 = absent) and the
+    position after it. ``what`` names it in errors, ``{}`` standing for ``index`` (a header's
+    number): formatted only for an error, as every message's fields pass through here (one
+    flat function, not a reader object's methods: the fuzzers trace every call)."""
+    try:
+        (n,) = _U16.unpack_from(body, pos)
+    except struct.error:
+        raise _truncated("the length of " + what.format(index), base + len(body)) from None
+    if n == 0:
+        return None, pos + 2
+    start = pos + 2
+    end = start + n
+    if end > len(body):
+        raise _truncated(what.format(index), base + len(body))
+    try:
+        return body[start:end].decode("utf-8"), end
+    except UnicodeDecodeError:
+        raise _err(PayloadError, f"{what.format(index)} is not UTF-8", Category.BAD_ENCODING,
+                   base + start) from None
 
 
 MAX_JSON_DEPTH = strict_json.MAX_DEPTH
@@ -120,23 +113,30 @@ _json_encode = strict_json.dumps
 
 def parse_message(body: bytes, base: int = 0) -> Message:
     """One (decompressed) body."""
-    r = _Reader(body, base)
-    r.need(2, "the version and type")
+    if len(body) < 2:
+        raise _truncated("the version and type", base + len(body))
     version, kind = _VT.unpack_from(body, 0)
-    r.pos = 2
     if kind not in _KNOWN_TYPES:
         raise _err(UnknownTypeError, f"unknown command type {kind}", Category.UNKNOWN_TYPE, base + 1)
-    mid = r.string("the id")
+    mid, pos = _field(body, 2, base, "the id")
     if mid is None:
         raise _err(PayloadError, "the id is empty (it must be non-empty)", Category.BAD_VALUE, base + 2)
-    queue = r.string("the queue")
-    r.need(4, "the payload length")
-    (plen,) = _U32.unpack_from(body, r.pos)
-    r.pos += 4
+    queue, pos = _field(body, pos, base, "the queue")
+    try:
+        (plen,) = _U32.unpack_from(body, pos)
+    except struct.error:
+        raise _truncated("the payload length", base + len(body)) from None
+    pos += 4
     payload = None
     if plen:
-        at = r.pos
-        text = r.text(plen, "the payload")
+        at = pos
+        pos += plen
+        if pos > len(body):
+            raise _truncated("the payload", base + len(body))
+        try:
+            text = body[at:pos].decode("utf-8")
+        except UnicodeDecodeError:
+            raise _err(PayloadError, "the payload is not UTF-8", Category.BAD_ENCODING, base + at) from None
         try:
             payload = strict_json.loads(text)
         except strict_json.JSONProblem as exc:
@@ -144,24 +144,28 @@ def parse_message(body: bytes, base: int = 0) -> Message:
             detail = f"the payload {exc.message}" if exc.kind in (strict_json.DEPTH, strict_json.SURROGATE) \
                 else f"the payload is not JSON: {exc.message}"
             raise _err(PayloadError, detail, category, base + at) from None
-    count = r.u16("the header count")
+    try:
+        (count,) = _U16.unpack_from(body, pos)
+    except struct.error:
+        raise _truncated("the header count", base + len(body)) from None
+    pos += 2
     headers = None
     if count:
         headers = {}
         for i in range(count):
-            key = r.string(f"header {i}'s name")
-            value = r.string(f"header {i}'s value")
+            key, pos = _field(body, pos, base, "header {}'s name", i)
+            value, pos = _field(body, pos, base, "header {}'s value", i)
             if key is None:
                 raise _err(PayloadError, f"header {i} has an empty name", Category.BAD_VALUE,
-                           base + r.pos)
+                           base + pos)
             headers[key] = value
     error_code = error_message = None
-    if r.pos < len(body):              # the real codec stops after the headers (SPEC_NOTES)
-        error_code = r.string("the errorCode")
-        error_message = r.string("the errorMessage")
-    if r.pos != len(body):
-        raise _err(PayloadError, f"{len(body) - r.pos} bytes after the message", Category.TRAILING_BYTES,
-                   base + r.pos)
+    if pos < len(body):                # the real codec stops after the headers (SPEC_NOTES)
+        error_code, pos = _field(body, pos, base, "the errorCode")
+        error_message, pos = _field(body, pos, base, "the errorMessage")
+        if pos != len(body):
+            raise _err(PayloadError, f"{len(body) - pos} bytes after the message",
+                       Category.TRAILING_BYTES, base + pos)
     return Message(kind, mid, queue, payload, headers, error_code, error_message, version)
 
 
@@ -247,32 +251,34 @@ class Decoder(IncrementalDecoder):
     def next_frame(self) -> Optional[Message]:
         if self._error is not None:
             raise self._error
-        buf = self._buf
-        if len(buf) < self._frame_need:
+        data, pos, start = self._buf.window()    # one call, not one per header field
+        available = len(data) - pos
+        if available < self._frame_need:
             return None
-        start = buf.offset
-        (size,) = buf.unpack(_U32)
+        head = self._head
+        if self.flags and available >= head:
+            size, flag = _HEAD.unpack_from(data, pos)
+        else:
+            (size,) = _U32.unpack_from(data, pos)
+            flag = Compression.NONE
         if size < MIN_BODY:
             raise self._fail(_err(LengthError, f"body length {size} < {MIN_BODY}",
                                   Category.LENGTH_TOO_SMALL, start))
         if size > self.limits.max_frame_size:
             raise self._fail(_err(LengthError, f"body length {size} > {self.limits.max_frame_size}",
                                   Category.LENGTH_TOO_LARGE, start))
-        if len(buf) < self._head:
-            self._frame_need = self._head
+        if available < head:
+            self._frame_need = head
             return None
-        flag = Compression.NONE
-        if self.flags:
-            (_, flag) = buf.unpack(_HEAD)
-            if flag not in _FLAGS:
-                raise self._fail(_err(UnknownTypeError, f"unknown compression flag 0x{flag:02x}",
-                                      Category.UNKNOWN_TYPE, start + 4))
-        if len(buf) < self._head + size:
-            self._frame_need = self._head + size
+        if flag not in _FLAGS:
+            raise self._fail(_err(UnknownTypeError, f"unknown compression flag 0x{flag:02x}",
+                                  Category.UNKNOWN_TYPE, start + 4))
+        if available < head + size:
+            self._frame_need = head + size
             return None
         self._frame_need = 4
-        body = buf.take(size, skip=self._head)
-        at = start + self._head
+        body = self._buf.take(size, skip=head)
+        at = start + head
         if flag == Compression.NONE:
             message = parse_message(body, at)
         else:
