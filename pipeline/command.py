@@ -29,7 +29,7 @@ def add_analyze_arguments(s, protocol_type) -> None:
                    help="another server port of --protocol (repeatable)")
     s.add_argument("--profile", help="the --protocol's profile the observer judges by")
     s.add_argument("--partitions", type=int, default=None,
-                   help="conversation partitions (default: 4 per core of the cluster)")
+                   help="conversation partitions (default: 4 per core of the cluster, or one per 32 MB of capture when that is more)")
     s.add_argument("--json", action="store_true", help="print the summary as one JSON line")
 
 

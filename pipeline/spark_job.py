@@ -37,6 +37,10 @@ from pipeline.inputs import capture_files, level, protocols
 from pipeline.stats import Stats
 
 ROOT = Path(__file__).resolve().parent.parent
+#: Capture bytes per conversation partition at most (by default): a task's sort buffer and
+#: rows follow its partition's size, so more input means more partitions, not bigger ones
+#: (memory stays flat as the input grows).
+PARTITION_BYTES = 32 << 20
 #: The kit's packages shipped to a cluster's executors (``SparkContext.addPyFile``).
 KIT_PACKAGES = ("reference_impl", "conformance", "pipeline", "fuzz")
 
@@ -170,7 +174,8 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
         if not is_local(sc.master):
             ship = tempfile.mkdtemp(prefix="wirecheck-kit-")
             sc.addPyFile(kit_zip(ship))
-        n = partitions or max(sc.defaultParallelism * 4, 1)
+        input_bytes = sum(os.path.getsize(f) for f in files)
+        n = partitions or max(sc.defaultParallelism * 4, -(-input_bytes // PARTITION_BYTES), 1)
         out_abs = os.path.abspath(out)
         parquet_parts.prepare(out_abs)
         written = (sc.parallelize(files, max(len(files), 1))
@@ -188,7 +193,7 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
         for table in schema.TABLES:
             Path(out_abs, table, "_SUCCESS").touch()
         summary = {"kind": "capture-analysis", "started": wall_start, "master": sc.master, "out": os.path.abspath(out), "partitions": n,
-                   "files": len(files), "input_bytes": sum(os.path.getsize(f) for f in files),
+                   "files": len(files), "input_bytes": input_bytes,
                    "protocol": protocol, "profile": profile, "rows": counts,
                    "seconds": round(time.monotonic() - started, 2),
                    "startup_seconds": round(started - t0, 2), "report": report}
