@@ -112,10 +112,9 @@ def _label(doc: dict, path: str) -> str:
 
 
 @dataclass
-class Campaign:
-    """A fuzz campaign's summary: the machine, the budget, per job its target, execs, rate,
-    coverage, corpus size, coverage timeline (in-process jobs) and findings, and the findings
-    deduplicated across jobs (fuzz/campaign.py writes it)."""
+class _Summary:
+    """A summary document read from ``path``, shown as ``label``; ``started`` orders them
+    (newest first)."""
     label: str
     path: str
     doc: dict = field(repr=False)
@@ -123,6 +122,13 @@ class Campaign:
     @property
     def started(self) -> float:
         return float(self.doc.get("started") or 0)
+
+
+@dataclass
+class Campaign(_Summary):
+    """A fuzz campaign's summary: the machine, the budget, per job its target, execs, rate,
+    coverage, corpus size, coverage timeline (in-process jobs) and findings, and the findings
+    deduplicated across jobs (fuzz/campaign.py writes it)."""
 
     @property
     def jobs(self) -> list[dict]:
@@ -161,19 +167,12 @@ def _campaign_label(doc: dict) -> str:
 
 
 @dataclass
-class Analysis:
-    """A capture analysis's summary: the job's facts (files, input bytes, master, seconds, row
-    counts) and its ``"report"`` block: violations by requirement with a few examples, and the
-    ``stats`` table in long format (pipeline/schema.py ``STATS``: per protocol a ``metric``, a
-    ``key``, a ``count`` and a ``value``)."""
-    label: str
-    path: str
-    doc: dict = field(repr=False)
-
-    @property
-    def started(self) -> float:
-        # When the job started (pipeline/spark_job.py); the newest analysis shows first.
-        return float(self.doc.get("started") or 0)
+class Analysis(_Summary):
+    """A capture analysis's summary (``started``: when the job started, pipeline/spark_job.py):
+    the job's facts (files, input bytes, master, seconds, row counts) and its ``"report"``
+    block: violations by requirement with a few examples, and the ``stats`` table in long
+    format (pipeline/schema.py ``STATS``: per protocol a ``metric``, a ``key``, a ``count``
+    and a ``value``)."""
 
     @property
     def violations(self) -> list[dict]:

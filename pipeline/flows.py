@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Iterator, Optional
 
 from conformance.pcapdecode import GAP, feed_items
-from conformance.tcpflows import Connection, Stream, endpoint
+from conformance.tcpflows import Connection, Stream, TcpReassembler, endpoint
 from reference_impl.core.errors import Category, FrameError
 
 #: Longest text kept of a frame field in ``frames.fields`` (the frames table holds key
@@ -53,15 +53,14 @@ def _code(view: dict) -> Optional[str]:
 
 class _Side:
     """One direction's decoder and counters."""
-    __slots__ = ("decoder", "frames", "bytes", "how", "error", "fed", "sized")
+    __slots__ = ("decoder", "frames", "bytes", "how", "error", "sized")
 
     def __init__(self, decoder) -> None:
         self.decoder = decoder
         self.frames = 0
-        self.bytes = 0          # bytes of the direction seen (delivered in order)
+        self.bytes = 0          # bytes of the direction seen (delivered in order, all fed)
         self.how = ""
-        self.error = ""         # the decode error or capture problem that ended it
-        self.fed = 0            # bytes fed to the decoder
+        self.error = ""         # the first decode error or capture problem
         self.sized = 0          # bytes accounted to frames so far
 
 
@@ -120,7 +119,6 @@ class FlowAnalyzer:
         side = flow.sides[s.direction]
         side.bytes += len(data)
         flow.last = time
-        side.fed += len(data)
         items, ended = feed_items(side.decoder, data)
         self._items(flow, s, side, items, time)
         if ended:
@@ -166,7 +164,7 @@ class FlowAnalyzer:
         # Bytes taken by these frames: what was fed minus what the decoder still holds. One
         # frame per read (most reads) gets its exact size; frames that came in one read share
         # it evenly (the decoders do not report where each frame ended).
-        taken = side.fed - side.decoder.buffered - side.sized
+        taken = side.bytes - side.decoder.buffered - side.sized
         side.sized += taken
         share, extra = divmod(taken, frames) if frames else (0, 0)
         spec, emit, seen = flow.spec, self.emit, 0
@@ -244,7 +242,6 @@ def iter_rows(file: str, segments: Iterable, by_port: dict, profile: Optional[st
               levels=None) -> Iterator[Row]:
     """Reassemble and analyze ``segments`` (one capture's, or one group of its connections'),
     in order; ``(table, row)`` pairs as they come (nothing held beyond a segment's rows)."""
-    from conformance.tcpflows import TcpReassembler
     rows: list[Row] = []
     sink = FlowAnalyzer(file, by_port, lambda table, row: rows.append((table, row)), profile, levels)
     reassembler = TcpReassembler(sink, by_port)

@@ -106,12 +106,9 @@ def campaign_rows(path: str) -> Iterator[tuple[str, tuple]]:
                                 f.get("file"))
 
 
-def _ddl(columns) -> str:
-    return ", ".join(f"`{name}` {kind}" for name, kind in columns)
-
-
 def analyze_fuzz(paths: Iterable[str], out: str, master: str = "local[*]", spark=None) -> dict:
     """Run the job; write the five tables and ``out/summary.json``; return the summary."""
+    from pipeline import schema
     from pipeline.spark_job import session, write_summary
     t0 = time.monotonic()
     files = campaign_files(paths)
@@ -130,7 +127,7 @@ def analyze_fuzz(paths: Iterable[str], out: str, master: str = "local[*]", spark
         frames = {}
         for table, columns in ROW_TABLES.items():
             data = rows.filter(lambda tr, t=table: tr[0] == t).map(lambda tr: tr[1])
-            spark.createDataFrame(data, _ddl(columns)).write.mode("overwrite").parquet(os.path.join(out, table))
+            spark.createDataFrame(data, schema.ddl(columns)).write.mode("overwrite").parquet(os.path.join(out, table))
             frames[table] = spark.read.parquet(os.path.join(out, table))
         rows.unpersist()
         findings, jobs = frames["fuzz_findings"], frames["fuzz_jobs"]

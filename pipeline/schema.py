@@ -46,6 +46,7 @@ ROW_TABLES = ("frames", "violations", "flows")
 
 
 def ddl(columns) -> str:
+    """Columns as a Spark DDL schema string (``createDataFrame``; analyze-fuzz's tables)."""
     return ", ".join(f"`{name}` {kind}" for name, kind in columns)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -129,8 +130,7 @@ def session(master: str = "local[*]", app: str = "wirecheck", conf: Optional[dic
     except ImportError as exc:
         raise SparkUnavailable("pyspark is not installed: pip install 'wirecheck[spark]' "
                                "(or `make install`)") from exc
-    if not os.environ.get("JAVA_HOME") and not any(
-            os.access(os.path.join(d, "java"), os.X_OK) for d in os.environ.get("PATH", "").split(os.pathsep)):
+    if not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
         raise SparkUnavailable("no Java runtime: Spark needs Java 17 or 21 (`make spark` installs "
                                "Debian's default-jre-headless), or set JAVA_HOME")
     log4j = os.environ.get("WIRECHECK_SPARK_LOG4J") or str(Path(__file__).with_name("log4j2.properties"))
