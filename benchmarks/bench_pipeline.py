@@ -14,9 +14,15 @@ Figures:
 - ``pipeline.vs_tshark``: local[2]'s MB/s over ``tshark -r FILE -q`` reading (and
   dissecting, with no protocol of ours to decode) the same files one after another; a figure,
   no goal (tshark is C, and decodes none of these protocols' frames);
-- ``pipeline.memory.growth``: peak resident memory of the whole tree (driver, JVM, workers)
-  on the full set over that on a quarter of it, goal <= 1.25 (flat: memory does not follow
-  the input); ``pipeline.memory.worker``: the largest Python worker's peak, MB.
+- ``pipeline.memory.eighth`` / ``.quarter`` / ``.half`` / ``.full``: peak resident memory of
+  the whole tree (driver, JVM, workers), MB, on that share of the set (``local[2]``; the MB
+  of input as ``peer``);
+- ``pipeline.memory.growth``: the peak on the full set over that on half of it, goal <= 1.1
+  (flat: doubling the input adds under a tenth), and ``pipeline.memory.growth4x``, full over
+  a quarter, goal <= 1.25. Memory rises while the partitions grow toward their cap (one per
+  32 MB of capture, at least four per core: the cap is reached from 256 MB on two cores) and
+  the JVM's heap toward ``spark.driver.memory``; past that it stays put;
+  ``pipeline.memory.worker``: the largest Python worker's peak, MB.
 """
 from __future__ import annotations
 
@@ -108,10 +114,12 @@ class TreeMemory:
         self._thread.join()
 
 
-def analyze_once(paths_dir: str, master: str, out: str) -> dict:
+def analyze_once(paths_dir: str, master: str, out: str, conf: dict | None = None) -> dict:
     """One ``wirecheck analyze`` process; its summary plus the tree's peak memory."""
     cmd = [sys.executable, "-m", "conformance.cli", "analyze", paths_dir, "--out", out,
            "--master", master, "--json"]
+    for key, value in (conf or {}).items():
+        cmd += ["--conf", f"{key}={value}"]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     memory = TreeMemory(proc.pid)
@@ -141,7 +149,7 @@ def run(quick: bool = False, mb: float | None = None, files: int | None = None) 
     files = files or (QUICK_FILES if quick else FILES)
     out: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="wirecheck-bench-pipeline-") as tmp:
-        full, quarter = os.path.join(tmp, "full"), os.path.join(tmp, "quarter")
+        full = os.path.join(tmp, "full")
         # pcap bytes run about 1.4x the TCP payload (per-segment headers): aim at file bytes.
         paths = write_set(full, int(mb * MB / 1.4), files)
         size = sum(os.path.getsize(p) for p in paths)
@@ -157,15 +165,25 @@ def run(quick: bool = False, mb: float | None = None, files: int | None = None) 
         if seconds is not None:
             out.append(result("pipeline.vs_tshark", round(size / MB / two["seconds"], 2), "MB/s",
                               round(size / MB / seconds, 2), round(seconds / two["seconds"], 3)))
-        small = write_set(quarter, int(mb * MB / 1.4 / 4), max(files // 4, 1))
-        small_size = sum(os.path.getsize(p) for p in small)
-        q = analyze_once(quarter, "local[2]", os.path.join(tmp, "outq"))
-        growth = two["peak_total_mb"] / q["peak_total_mb"] if q["peak_total_mb"] else None
-        out += [result("pipeline.memory.quarter", round(q["peak_total_mb"], 1), "MB peak",
-                       round(small_size / MB, 1)),
-                result("pipeline.memory.full", round(two["peak_total_mb"], 1), "MB peak", round(size / MB, 1)),
-                result("pipeline.memory.growth", round(growth, 3) if growth else 0.0, "x",
-                       round(q["peak_total_mb"], 1), round(growth, 3) if growth else None, "<= 1.25"),
+        # Memory as the input grows: the same job (local[2]) on an eighth, a quarter and half
+        # of the set, each its own capture files, then the full run above.
+        series = []
+        for share in (8, 4, 2):
+            part_dir = os.path.join(tmp, f"part{share}")
+            part = write_set(part_dir, int(mb * MB / 1.4 / share), max(files // share, 1))
+            part_size = sum(os.path.getsize(p) for p in part)
+            series.append((part_size, analyze_once(part_dir, "local[2]", os.path.join(tmp, f"out{share}"))))
+            shutil.rmtree(part_dir, ignore_errors=True)
+        series.append((size, two))
+        for label, (part_size, run_) in zip(("eighth", "quarter", "half", "full"), series):
+            out.append(result(f"pipeline.memory.{label}", round(run_["peak_total_mb"], 1),
+                              "MB peak", round(part_size / MB, 1)))
+        half, quarter = series[2][1]["peak_total_mb"], series[1][1]["peak_total_mb"]
+        full = two["peak_total_mb"]
+        out += [result("pipeline.memory.growth", round(full / half, 3) if half else 0.0, "x",
+                       round(half, 1), round(full / half, 3) if half else None, "<= 1.1"),
+                result("pipeline.memory.growth4x", round(full / quarter, 3) if quarter else 0.0, "x",
+                       round(quarter, 1), round(full / quarter, 3) if quarter else None, "<= 1.25"),
                 result("pipeline.memory.worker", round(max(one["peak_worker_mb"], two["peak_worker_mb"]), 1),
                        "MB peak"),
                 result("pipeline.memory.jvm", round(two["peak_jvm_mb"], 1), "MB peak")]

@@ -30,6 +30,9 @@ def add_analyze_arguments(s, protocol_type) -> None:
     s.add_argument("--profile", help="the --protocol's profile the observer judges by")
     s.add_argument("--partitions", type=int, default=None,
                    help="conversation partitions (default: 4 per core of the cluster, or one per 32 MB of capture when that is more)")
+    s.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting, as spark-submit's --conf (repeatable), e.g. "
+                        "spark.driver.memory=512m or spark.executor.memory=2g")
     s.add_argument("--json", action="store_true", help="print the summary as one JSON line")
 
 
@@ -38,7 +41,20 @@ def add_fuzz_arguments(s) -> None:
                    help="campaign summaries (reports/fuzz/campaign-*.json), directories or globs")
     s.add_argument("--out", required=True, metavar="DIR")
     s.add_argument("--master", default=DEFAULT_MASTER, metavar="URL")
+    s.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting, as spark-submit's --conf (repeatable)")
     s.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+
+
+def spark_conf(pairs: list[str]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` arguments as a dict; ValueError names a malformed one."""
+    conf: dict[str, str] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip() or not value:
+            raise ValueError(f"--conf {pair!r}: expected KEY=VALUE, e.g. spark.driver.memory=1g")
+        conf[key.strip()] = value
+    return conf
 
 
 def run_analyze(args) -> int:
@@ -47,6 +63,11 @@ def run_analyze(args) -> int:
     spec = args.protocol
     if (args.profile or args.port) and spec is None:
         print("wirecheck analyze: --profile and --port need --protocol", file=sys.stderr)
+        return EXIT_HARNESS
+    try:
+        conf = spark_conf(args.conf)
+    except ValueError as exc:
+        print(f"wirecheck analyze: {exc}", file=sys.stderr)
         return EXIT_HARNESS
     profile = None
     if args.profile:
@@ -59,7 +80,7 @@ def run_analyze(args) -> int:
     try:
         summary = analyze(args.captures, args.out, master=args.master,
                           protocol=spec.id if spec else None, ports=args.port, profile=profile,
-                          partitions=args.partitions)
+                          partitions=args.partitions, conf=conf)
     except (InputError, SparkUnavailable, ValueError) as exc:
         print(f"wirecheck analyze: {exc}", file=sys.stderr)
         return EXIT_HARNESS
@@ -71,8 +92,8 @@ def run_analyze_fuzz(args) -> int:
     from pipeline.fuzz_job import CampaignError, analyze_fuzz
     from pipeline.spark_job import SparkUnavailable
     try:
-        summary = analyze_fuzz(args.runs, args.out, master=args.master)
-    except (CampaignError, SparkUnavailable) as exc:
+        summary = analyze_fuzz(args.runs, args.out, master=args.master, conf=spark_conf(args.conf))
+    except (CampaignError, SparkUnavailable, ValueError) as exc:
         print(f"wirecheck analyze-fuzz: {exc}", file=sys.stderr)
         return EXIT_HARNESS
     _print(summary, args.json, f"{summary['campaigns']} campaign(s)")

@@ -106,7 +106,8 @@ def campaign_rows(path: str) -> Iterator[tuple[str, tuple]]:
                                 f.get("file"))
 
 
-def analyze_fuzz(paths: Iterable[str], out: str, master: str = "local[*]", spark=None) -> dict:
+def analyze_fuzz(paths: Iterable[str], out: str, master: str = "local[*]", spark=None,
+                 conf: Optional[dict] = None) -> dict:
     """Run the job; write the five tables and ``out/summary.json``; return the summary."""
     from pipeline import schema
     from pipeline.spark_job import session, write_summary
@@ -116,7 +117,7 @@ def analyze_fuzz(paths: Iterable[str], out: str, master: str = "local[*]", spark
         raise CampaignError("no fuzz campaign summaries found (wirecheck fuzz --all writes "
                             "reports/fuzz/campaign-*.json)")
     own = spark is None
-    spark = spark or session(master, app="wirecheck-analyze-fuzz")
+    spark = spark or session(master, app="wirecheck-analyze-fuzz", conf=conf)
     try:
         from pyspark import StorageLevel
         from pyspark.sql import Window

@@ -158,7 +158,7 @@ def session(master: str = "local[*]", app: str = "wirecheck", conf: Optional[dic
 
 def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: Optional[str] = None,
             ports: Iterable[int] = (), profile: Optional[str] = None, partitions: Optional[int] = None,
-            spark=None) -> dict:
+            spark=None, conf: Optional[dict] = None) -> dict:
     """Run the job; write ``out/<table>/`` for each table of pipeline/schema.py and
     ``out/summary.json``; return the summary."""
     t0, wall_start = time.monotonic(), time.time()
@@ -167,7 +167,7 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
     by_port = specs_by_port(protocols(protocol), extra_ports)     # checks --port/--protocol
     port_set = frozenset(by_port)
     own = spark is None
-    spark = spark or session(master)
+    spark = spark or session(master, conf=conf)
     started = time.monotonic()
     sc = spark.sparkContext
     try:
@@ -192,7 +192,10 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
         counts["stats"] = parquet_parts.write_table(out_abs, "stats", report["stats"])
         for table in schema.TABLES:
             Path(out_abs, table, "_SUCCESS").touch()
+        # The settings as Spark holds them (a --conf Spark did not take shows as None).
+        settings = {key: sc.getConf().get(key) for key in (conf or {})}
         summary = {"kind": "capture-analysis", "started": wall_start, "master": sc.master, "out": os.path.abspath(out), "partitions": n,
+                   "conf": settings,
                    "files": len(files), "input_bytes": input_bytes,
                    "protocol": protocol, "profile": profile, "rows": counts,
                    "seconds": round(time.monotonic() - started, 2),

@@ -11,8 +11,9 @@ from benchmarks.bench_pipeline import TreeMemory, run
 pytestmark = pytest.mark.slow
 
 NAMES = {"pipeline.input", "pipeline.frames", "pipeline.local1.mbps", "pipeline.local2.mbps",
-         "pipeline.scaling", "pipeline.memory.quarter", "pipeline.memory.full",
-         "pipeline.memory.growth", "pipeline.memory.worker", "pipeline.memory.jvm"}
+         "pipeline.scaling", "pipeline.memory.eighth", "pipeline.memory.quarter",
+         "pipeline.memory.half", "pipeline.memory.full", "pipeline.memory.growth",
+         "pipeline.memory.growth4x", "pipeline.memory.worker", "pipeline.memory.jvm"}
 
 
 def test_tree_memory_sees_this_process():
@@ -27,7 +28,11 @@ def test_small_pipeline_benchmark_reports_every_figure():
     assert NAMES <= set(results) <= NAMES | {"pipeline.vs_tshark"}
     assert 2.0 < results["pipeline.input"]["value"] < 4.5
     assert results["pipeline.frames"]["value"] > 10_000
-    for name in ("pipeline.scaling", "pipeline.memory.growth"):
+    for name in ("pipeline.scaling", "pipeline.memory.growth", "pipeline.memory.growth4x"):
         assert results[name]["ratio"] > 0 and isinstance(results[name]["met"], bool)
+    # The memory series: each share of the set is a larger input than the one before.
+    inputs = [results[f"pipeline.memory.{s}"]["peer"] for s in ("eighth", "quarter", "half", "full")]
+    assert inputs == sorted(inputs) and inputs[0] < inputs[-1] / 4
+    assert results["pipeline.memory.full"]["peer"] == results["pipeline.input"]["value"]
     assert results["pipeline.memory.jvm"]["value"] > 50      # the JVM was found in the tree
     assert results["pipeline.memory.worker"]["value"] > 10   # and a Python worker

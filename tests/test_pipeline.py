@@ -159,9 +159,12 @@ def test_synthetic_set_rows_equal_the_plain_analysis(spark, tmp_path):
 def test_cli_analyze_writes_the_four_tables(tmp_path):
     out = tmp_path / "a"
     proc = subprocess.run([sys.executable, "-m", "conformance.cli", "analyze", str(CAPTURES / "blipmq"),
-                           "--out", str(out), "--master", "local[1]", "--json"],
+                           "--out", str(out), "--master", "local[1]", "--json",
+                           "--conf", "spark.driver.memory=600m", "--conf", "spark.sql.shuffle.partitions=3"],
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    # --conf reaches Spark itself (read back from its context), the JVM's heap setting included.
+    assert summary["conf"] == {"spark.driver.memory": "600m", "spark.sql.shuffle.partitions": "3"}
     assert proc.returncode == (1 if summary["rows"]["violations"] else 0), proc.stderr[-2000:]
     assert set(summary["rows"]) == set(schema.TABLES)
     for table in schema.TABLES:
@@ -177,6 +180,8 @@ def test_cli_analyze_writes_the_four_tables(tmp_path):
     (["analyze", "README.md", "--out", "/tmp/x"], "not a pcap"),
     (["analyze", "captures", "--out", "/tmp/x", "--protocol", "blipmq", "--profile", "nope"], "nope"),
     (["analyze-fuzz", "README.md", "--out", "/tmp/x"], "not a fuzz campaign summary"),
+    (["analyze", "captures", "--out", "/tmp/x", "--conf", "spark.driver.memory"], "expected KEY=VALUE"),
+    (["analyze-fuzz", "reports", "--out", "/tmp/x", "--conf", "=1g"], "expected KEY=VALUE"),
 ])
 def test_cli_refuses_bad_input_before_starting_spark(argv, message, capsys):
     from conformance.cli import main
