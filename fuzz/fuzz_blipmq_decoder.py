@@ -1,4 +1,5 @@
-"""atheris target: the BlipMQ frame decoder, whole vs chunked reads (fuzz/harness.py).
+"""atheris target: the BlipMQ frame decoder, whole vs chunked reads (fuzz/harness.py). Re-encoding
+the frames is fuzz_blipmq_roundtrip.py's, on the same corpus.
 
 Run: ``python fuzz/fuzz_blipmq_decoder.py NEW_DIR fuzz/corpora/blipmq -dict=fuzz/dictionaries/blipmq.dict``
 (``python -m fuzz.run_smoke`` does it on a copy of the corpus).

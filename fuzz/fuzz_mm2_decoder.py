@@ -1,8 +1,9 @@
 """atheris target: the Micromessage2 frame decoder (MESSAGE/SEND, COMMAND, EXTENSION, ERROR,
 LARGE_PAYLOAD, CONTINUED reassembly) in the document's profile, whole vs chunked reads, past the
-errors the codec recovers from; reassembled messages are exactly their frames; frames survive
-encode/decode (fuzz/harness_mm2.py). The other profile and the parsers inside frames (property
-values, filters, texts) are fuzz_mm2_nested.py's, on the same corpus.
+errors the codec recovers from, and nothing else (fuzz/harness_mm2.py ``decoder_one_input``).
+Reassembled messages being exactly their frames and frames surviving encode/decode are
+fuzz_mm2_roundtrip.py's; the other profile and the parsers inside frames (property values,
+filters, texts) fuzz_mm2_nested.py's; all on the same corpus.
 
 Run: ``python fuzz/fuzz_mm2_decoder.py NEW_DIR fuzz/corpora/micromessage2 -dict=fuzz/dictionaries/micromessage2.dict``
 (``python -m fuzz.run_smoke --target mm2_decoder`` does it on a copy of the corpus; the seeds

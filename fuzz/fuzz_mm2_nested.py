@@ -2,7 +2,8 @@
 vs chunked reads past the errors the codec recovers from; the lenient profile reads what the
 strict one reads; its CONTINUED messages are reassembled from exactly their frames and its frames
 survive encode/decode; property values, filters and (through ERROR texts) every text parser hold
-(fuzz/harness_mm2.py). The checks fuzz_mm2_decoder.py leaves out to stay fast; same corpus.
+(fuzz/harness_mm2.py). Checks fuzz_mm2_decoder.py and fuzz_mm2_roundtrip.py leave out to stay
+fast; same corpus.
 
 Run: ``python fuzz/fuzz_mm2_nested.py NEW_DIR fuzz/corpora/micromessage2 -dict=fuzz/dictionaries/micromessage2.dict``
 (``python -m fuzz.run_smoke --target mm2_nested`` does it on a copy of the corpus).

@@ -1,4 +1,5 @@
 """atheris target: the RabbitMQ Stream frame decoder, whole vs chunked reads (fuzz/harness.py).
+Re-encoding the frames is fuzz_rmqs_roundtrip.py's, on the same corpus.
 
 Run: ``python fuzz/fuzz_rmqs_decoder.py NEW_DIR fuzz/corpora/rabbitmq-stream -dict=fuzz/dictionaries/rabbitmq-stream.dict``
 (``python -m fuzz.run_smoke`` does it on a copy of the corpus).

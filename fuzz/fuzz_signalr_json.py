@@ -1,7 +1,7 @@
 """atheris target: the SignalR JSON hub protocol: a client's stream (handshake, then JSON records)
-with the registry's default decoder; whole vs chunked reads, messages re-encode
-(fuzz/harness_signalr.py). Its records alone in both profiles from either side are
-fuzz_signalr_json_body.py's, on the same corpus.
+with the registry's default decoder, whole vs chunked reads (fuzz/harness_signalr.py). Re-encoding
+the messages is fuzz_signalr_json_roundtrip.py's, and its records alone in both profiles from
+either side are fuzz_signalr_json_body.py's, on the same corpus.
 
 Run: ``python fuzz/fuzz_signalr_json.py NEW_DIR fuzz/corpora/signalr-json -dict=fuzz/dictionaries/signalr.dict``
 (``python -m fuzz.run_smoke --target signalr_json`` does it on a copy of the corpus).

@@ -1,7 +1,8 @@
 """atheris target: the SignalR MessagePack hub protocol: a client's stream (JSON handshake, then
-VarInt-prefixed records) with the registry's default decoder; whole vs chunked reads, messages
-re-encode (fuzz/harness_signalr.py). Its records alone in both profiles from either side are
-fuzz_signalr_msgpack_body.py's, on the same corpus.
+VarInt-prefixed records) with the registry's default decoder, whole vs chunked reads
+(fuzz/harness_signalr.py). Re-encoding the messages is fuzz_signalr_msgpack_roundtrip.py's, and
+its records alone in both profiles from either side are fuzz_signalr_msgpack_body.py's, on the
+same corpus.
 
 Run: ``python fuzz/fuzz_signalr_msgpack.py NEW_DIR fuzz/corpora/signalr-msgpack -dict=fuzz/dictionaries/signalr.dict``
 (``python -m fuzz.run_smoke --target signalr_msgpack`` does it on a copy of the corpus).

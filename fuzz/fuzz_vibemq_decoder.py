@@ -1,6 +1,7 @@
 """atheris target: the VibeMQ frame decoder in both framings (one per input, by the input's
-length: fuzz/harness_vibemq.py ``framing_of``), whole vs chunked reads; decoded messages
-survive re-framing (fuzz/harness_vibemq.py).
+length: fuzz/harness_vibemq.py ``framing_of``), whole vs chunked reads agree (fuzz/harness.py
+``decoder_one_input``). The re-framing of the decoded messages is fuzz_vibemq_roundtrip.py's,
+on the same corpus.
 
 Run: ``python fuzz/fuzz_vibemq_decoder.py NEW_DIR fuzz/corpora/vibemq -dict=fuzz/dictionaries/vibemq.dict``
 (``python -m fuzz.run_smoke --target vibemq_decoder`` does it on a copy of the corpus).

@@ -16,6 +16,7 @@ import brotli
 from conformance.strategies.invariants import DecodeResult, assert_same, decode_whole
 from conformance.strategies.vibemq import DecoderSpec, frame_of
 from fuzz.harness import decode_in_reads, read_sizes
+from fuzz.harness import decoder_one_input as harness_decoder_one_input
 from reference_impl.core.errors import Category, FrameError
 from reference_impl.vibemq import codec
 from reference_impl.vibemq import compression as comp
@@ -67,15 +68,22 @@ def framing_of(data: bytes) -> str:
 
 def decoder_one_input(data: bytes) -> None:
     """``data`` as a stream in the framing :func:`framing_of` picks: whole and chunked
-    decoding agree, and every message decoded survives re-framing (same fields, same
-    compression). One decoder reads every re-framed message in turn: after a whole frame it
-    holds nothing and no error (checked), the state a fresh one starts in."""
+    decoding agree (fuzz/harness.py ``decoder_one_input``; the re-framing is
+    :func:`roundtrip_one_input`'s)."""
+    harness_decoder_one_input(SPECS[framing_of(data)], data)
+
+
+def roundtrip_one_input(data: bytes) -> None:
+    """``data`` as a stream in the framing :func:`framing_of` picks, decoded whole: every
+    message survives re-framing (same fields, same compression). One decoder reads every
+    re-framed message in turn: after a whole frame it holds nothing and no error (checked),
+    the state a fresh one starts in."""
     profile = framing_of(data)
-    result = split_agrees(data, SPECS[profile])
-    if not result.frames:
+    messages = decode_whole(data, SPECS[profile]).frames
+    if not messages:
         return
     decoder = _UNBOUNDED[profile].make_decoder()
-    for message in result.frames:
+    for message in messages:
         codec.frame_to_dict(message)
         wire = _reframe(message, profile)
         try:

@@ -13,8 +13,9 @@ KINDS = ("decoder", "nested", "session")
 @dataclass(frozen=True)
 class FuzzTarget:
     name: str
-    kind: str            # "decoder" (a protocol's frame decoder), "nested" (a decoder inside
-                         # frames or before them: payloads, chunks, handshakes, compression)
+    kind: str            # "decoder" (a protocol's frame decoder, whole vs chunked), "nested"
+                         # (a decoder inside frames or before them: payloads, chunks,
+                         # handshakes, compression; or the frames' re-encoding, "_roundtrip")
                          # or "session" (a whole server session, bytes in -> bytes out)
     module: str          # run as ``python -m module``; defines ``TestOneInput``
     corpus: str          # fuzz/corpora/<corpus>; crashers in fuzz/crashers/<corpus>
@@ -34,9 +35,12 @@ class FuzzTarget:
 
 TARGETS = {t.name: t for t in (
     FuzzTarget("blipmq_decoder", "decoder", "fuzz.fuzz_blipmq_decoder", "blipmq", "blipmq.dict", "blipmq"),
+    FuzzTarget("blipmq_roundtrip", "nested", "fuzz.fuzz_blipmq_roundtrip", "blipmq", "blipmq.dict", "blipmq"),
     FuzzTarget("blipmq_session", "session", "fuzz.fuzz_blipmq_session", "blipmq", "blipmq.dict", "blipmq"),
     FuzzTarget("rmqs_decoder", "decoder", "fuzz.fuzz_rmqs_decoder", "rabbitmq-stream", "rabbitmq-stream.dict",
                "rabbitmq-stream"),
+    FuzzTarget("rmqs_roundtrip", "nested", "fuzz.fuzz_rmqs_roundtrip", "rabbitmq-stream",
+               "rabbitmq-stream.dict", "rabbitmq-stream"),
     FuzzTarget("rmqs_session", "session", "fuzz.fuzz_rmqs_session", "rabbitmq-stream", "rabbitmq-stream.dict",
                "rabbitmq-stream"),
     FuzzTarget("rmqs_chunk", "nested", "fuzz.fuzz_rmqs_chunk", "rabbitmq-stream-chunk", "rabbitmq-stream.dict",
@@ -44,6 +48,10 @@ TARGETS = {t.name: t for t in (
     FuzzTarget("signalr_json", "decoder", "fuzz.fuzz_signalr_json", "signalr-json", "signalr.dict", "signalr"),
     FuzzTarget("signalr_msgpack", "decoder", "fuzz.fuzz_signalr_msgpack", "signalr-msgpack", "signalr.dict",
                "signalr"),
+    FuzzTarget("signalr_json_roundtrip", "nested", "fuzz.fuzz_signalr_json_roundtrip", "signalr-json",
+               "signalr.dict", "signalr"),
+    FuzzTarget("signalr_msgpack_roundtrip", "nested", "fuzz.fuzz_signalr_msgpack_roundtrip",
+               "signalr-msgpack", "signalr.dict", "signalr"),
     FuzzTarget("signalr_json_body", "nested", "fuzz.fuzz_signalr_json_body", "signalr-json", "signalr.dict",
                "signalr"),
     FuzzTarget("signalr_msgpack_body", "nested", "fuzz.fuzz_signalr_msgpack_body", "signalr-msgpack",
@@ -53,6 +61,7 @@ TARGETS = {t.name: t for t in (
     FuzzTarget("signalr_session", "session", "fuzz.fuzz_signalr_session", "signalr-session", "signalr.dict",
                "signalr", seeds="session"),
     FuzzTarget("vibemq_decoder", "decoder", "fuzz.fuzz_vibemq_decoder", "vibemq", "vibemq.dict", "vibemq"),
+    FuzzTarget("vibemq_roundtrip", "nested", "fuzz.fuzz_vibemq_roundtrip", "vibemq", "vibemq.dict", "vibemq"),
     FuzzTarget("vibemq_decompress", "nested", "fuzz.fuzz_vibemq_decompress", "vibemq", "vibemq.dict",
                "vibemq"),
     FuzzTarget("vibemq_message", "nested", "fuzz.fuzz_vibemq_message", "vibemq-message", "vibemq.dict",
@@ -60,6 +69,8 @@ TARGETS = {t.name: t for t in (
     FuzzTarget("vibemq_session", "session", "fuzz.fuzz_vibemq_session", "vibemq-session", "vibemq.dict",
                "vibemq", seeds="vibemq-session"),
     FuzzTarget("mm2_decoder", "decoder", "fuzz.fuzz_mm2_decoder", "micromessage2", "micromessage2.dict",
+               "micromessage2"),
+    FuzzTarget("mm2_roundtrip", "nested", "fuzz.fuzz_mm2_roundtrip", "micromessage2", "micromessage2.dict",
                "micromessage2"),
     FuzzTarget("mm2_nested", "nested", "fuzz.fuzz_mm2_nested", "micromessage2", "micromessage2.dict",
                "micromessage2"),

@@ -367,24 +367,25 @@ class Decoder(IncrementalDecoder):
         if self._error is not None:
             raise self._error
         buf = self._buf
-        available = len(buf)
+        data, pos, start = buf.window()
+        available = len(data) - pos
         if available < self._frame_need:
             return None
-        if available >= HEADER_SIZE:             # common case: one unpack for the header
-            length, type_byte, correlation_id = buf.unpack(_HEADER)
-            self._check(length, type_byte, buf.offset)
+        if available >= HEADER_SIZE:             # common case: the header read in place
+            length, type_byte, correlation_id = _HEADER.unpack_from(data, pos)
+            if not MIN_FRAME_LENGTH <= length <= self.limits.max_frame_size or type_byte not in _TYPES:
+                self._check(length, type_byte, start)     # raises, with the reason
         else:                                    # partial header: check what is there
             if available < 4:
                 return None
-            (length,) = buf.unpack(_LEN)
-            type_byte = buf.byte(4)
-            self._check(length, type_byte, buf.offset)
+            (length,) = _LEN.unpack_from(data, pos)
+            type_byte = data[pos + 4] if available > 4 else None
+            self._check(length, type_byte, start)
             self._frame_need = HEADER_SIZE if type_byte is not None else 5
             return None
         if available < 4 + length:
             self._frame_need = 4 + length
             return None
-        start = buf.offset
         self._frame_need = 4
         payload = buf.take(length - MIN_FRAME_LENGTH, skip=HEADER_SIZE)
         return RawFrame(_TYPES[type_byte], correlation_id, payload, start)
@@ -407,7 +408,7 @@ class Decoder(IncrementalDecoder):
         raw = self.next_raw()
         if raw is None or not self.parse:
             return raw
-        return parse_payload(raw)
+        return _PARSERS[raw.type](raw, raw.offset + HEADER_SIZE)      # parse_payload, inline
 
 
 

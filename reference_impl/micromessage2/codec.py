@@ -34,7 +34,7 @@ from typing import Optional, Union
 from ..core.decoding import IncrementalDecoder
 from ..core.decoding import decode_all as _decode_all
 from ..core.errors import Category, FrameError, LengthError, PayloadError, UnknownTypeError
-from ..core.framebuffer import FrameBuffer
+from ..core.framebuffer import COMPACT_THRESHOLD
 from ..core.limits import Limits
 from . import syntax
 from .constants import (CONTINUATION_SIZE, DOCUMENT_MINOR, KNOWN_BITS, MAJOR_VERSION, PROTOCOL,
@@ -208,7 +208,14 @@ def encode(frame: Frame) -> bytes:
 class Decoder(IncrementalDecoder):
     """Incremental decoder of one direction of a connection. ``handshakes``: how many
     handshake messages come first (2 from a client, 1 from a server, 0 for frames alone).
-    ``strict``: the document's FIELD rule for command names and keys (profile ``document``)."""
+    ``strict``: the document's FIELD rule for command names and keys (profile ``document``).
+
+    It keeps its receive buffer itself, as core/framebuffer.py's FrameBuffer does (a
+    ``bytearray``, a read offset, the stream offset of its first byte), reads frames in place
+    and consumes one by moving the read offset; the bytes read are dropped on the next
+    ``receive``, as FrameBuffer drops them (all of them, or a large prefix). A call into the
+    buffer per field or frame was a large part of the fuzzers' time (they trace every call
+    and branch)."""
 
     protocol = PROTOCOL
 
@@ -217,7 +224,9 @@ class Decoder(IncrementalDecoder):
         self.limits = limits or _DEFAULT_LIMITS
         self._handshakes = handshakes
         self.strict = strict
-        self._buf = FrameBuffer()
+        self._data = bytearray()
+        self._pos = 0           # read offset into _data
+        self._base = 0          # stream offset of _data[0]
         # Bytes the frame in hand needs before reading it again can change anything: every
         # check up to where it stopped read bytes that stay buffered, so with fewer there
         # next_frame answers None at once (reads of a byte or two cost one comparison).
@@ -243,20 +252,49 @@ class Decoder(IncrementalDecoder):
         would answer None without looking, so a caller feeding a byte or two at a time (the
         fuzzers) can skip the call."""
         if self._error is None:
-            return self._buf.feed(data) >= self._frame_need
+            if self._pos:
+                self._drop_read()
+            buf = self._data
+            buf += data
+            return len(buf) - self._pos >= self._frame_need
         return True
+
+    def feed(self, data: bytes) -> list:
+        """Buffer ``data`` and return every whole frame; on error, the frames decoded before
+        it are on the exception's ``frames`` (IncrementalDecoder.feed, over this buffer)."""
+        if self._error is None:
+            if self._pos:
+                self._drop_read()
+            buf = self._data
+            buf += data
+            if len(buf) - self._pos < self._frame_need:
+                return []              # next_frame would answer None without looking
+        out: list = []
+        next_frame = self.next_frame
+        try:
+            while (frame := next_frame()) is not None:
+                out.append(frame)
+        except FrameError as exc:
+            exc.frames = out
+            raise
+        return out
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        return len(self._data) - self._pos
 
     def eof(self) -> None:
         """The stream ended: a partial frame, or a CONTINUED message without its last piece, is
         truncated."""
-        super().eof()
-        if self._error is None and self._partial is not None:
+        if self._error is not None:
+            return
+        left = len(self._data) - self._pos
+        if left:
+            raise PayloadError(f"stream ended inside a frame ({left} bytes left)", category=Category.TRUNCATED,
+                               protocol=self.protocol, offset=self._base + self._pos)
+        if self._partial is not None:
             raise _err(PayloadError, f"stream ended inside a CONTINUED message ({self._partial[5]} "
-                       "pieces read)", Category.TRUNCATED, self._buf.offset)
+                       "pieces read)", Category.TRUNCATED, self._base + self._pos)
 
     def _fail(self, exc: FrameError) -> FrameError:
         self._error = exc
@@ -265,31 +303,54 @@ class Decoder(IncrementalDecoder):
     def next_frame(self) -> Optional[Frame]:
         if self._error is not None:
             raise self._error
-        buf = self._buf
+        data, p = self._data, self._pos
+        if len(data) - p < self._frame_need:
+            return None
+        if self._handshakes > 0:
+            # An ERROR frame, with a 1-byte or (LARGE_PAYLOAD, "Flag values") a 4-byte length:
+            # the encoder writes texts above 255 bytes with 4 (a major version of 4 or 12 is
+            # refused anyway). Found by fuzz/fuzz_mm2_session.py: a long refusal text was
+            # read by the client as a handshake.
+            if data[p] not in _HANDSHAKE_ERROR_FIRST:
+                return self._handshake()
+            self._handshakes = 0             # an ERROR instead of a handshake: the peer gives up
+        frame = _READERS[data[p]](self, data, p)
+        if frame is _PIECE:
+            return self._read_on()
+        return frame
+
+    def _read_on(self) -> Optional[Frame]:
+        """next_frame after a CONTINUED piece was buffered (so no error, no handshake left):
+        the frames after it, as long as they are pieces too."""
         while True:
-            data, p, start = buf.window()
+            data, p = self._data, self._pos
             if len(data) - p < self._frame_need:
                 return None
-            if self._handshakes > 0:
-                # An ERROR frame, with a 1-byte or (LARGE_PAYLOAD, "Flag values") a 4-byte length:
-                # the encoder writes texts above 255 bytes with 4 (a major version of 4 or 12 is
-                # refused anyway). Found by fuzz/fuzz_mm2_session.py: a long refusal text was
-                # read by the client as a handshake.
-                if buf.byte() not in _HANDSHAKE_ERROR_FIRST:
-                    return self._handshake()
-                self._handshakes = 0         # an ERROR instead of a handshake: the peer gives up
-            frame = self._frame(data, p, start)
-            if frame is None:
-                return None
-            if frame is _PIECE:
-                continue                     # a CONTINUED piece was buffered; read on
-            return frame
+            frame = _READERS[data[p]](self, data, p)
+            if frame is not _PIECE:
+                return frame
+
+    def _drop_read(self) -> None:
+        """Drop the bytes read, as FrameBuffer does: all of them when nothing else is
+        buffered, else only a large prefix that is more than half of the buffer (so each byte
+        moves a constant number of times on average, however the stream is cut)."""
+        pos, data = self._pos, self._data
+        if pos == len(data):
+            self._base += pos
+            data.clear()
+            self._pos = 0
+        elif pos > COMPACT_THRESHOLD and pos * 2 > len(data):
+            del data[:pos]
+            self._base += pos
+            self._pos = 0
 
     def _take(self, n: int, skip: int = 0) -> bytes:
-        """Consume a frame's bytes (the caller checked they are there): the next frame needs
-        its first byte again."""
+        """Consume ``skip + n`` bytes (the caller checked they are there); the last ``n``. The
+        next frame needs its first byte again."""
+        at = self._pos + skip
+        self._pos = at + n
         self._frame_need = 1
-        return self._buf.take(n, skip)
+        return bytes(self._data[at:at + n])
 
     def _wait(self, need: int) -> None:
         self._frame_need = need
@@ -298,30 +359,30 @@ class Decoder(IncrementalDecoder):
     # -- handshake -----------------------------------------------------------------------------
 
     def _handshake(self) -> Optional[Handshake]:
-        buf = self._buf
-        start = buf.offset
-        head = buf.unpack(_HS_HEAD)
-        if head is None:
+        data, p = self._data, self._pos
+        start = self._base + p
+        available = len(data) - p
+        if available < 4:
             return self._wait(4)
-        major, minor, flags, idlen = head
+        major, minor, flags, idlen = _HS_HEAD.unpack_from(data, p)
         pos = 4 + idlen
-        req_len = buf.unpack(_U16, pos)
-        if req_len is None:
+        if available < pos + 2:
             return self._wait(pos + 2)
-        pos += 2 + req_len[0]
-        opt_len = buf.unpack(_U16, pos)
-        if opt_len is None:
+        (req_len,) = _U16.unpack_from(data, p + pos)
+        pos += 2 + req_len
+        if available < pos + 2:
             return self._wait(pos + 2)
-        total = pos + 2 + opt_len[0]
-        if len(buf) < total:
+        (opt_len,) = _U16.unpack_from(data, p + pos)
+        total = pos + 2 + opt_len
+        if available < total:
             return self._wait(total)
         raw = self._take(total)
         self._handshakes -= 1                 # consumed, whatever its fields turn out to be
         identity = self._text(raw, 4, 4 + idlen, "the identity", start, ascii=True)
         r0 = 4 + idlen + 2
-        required = self._text(raw, r0, r0 + req_len[0], "RequiredExtensions", start, ascii=True)
-        o0 = r0 + req_len[0] + 2
-        optional = self._text(raw, o0, o0 + opt_len[0], "OptionalExtensions", start, ascii=True)
+        required = self._text(raw, r0, r0 + req_len, "RequiredExtensions", start, ascii=True)
+        o0 = r0 + req_len + 2
+        optional = self._text(raw, o0, o0 + opt_len, "OptionalExtensions", start, ascii=True)
         return Handshake(identity, syntax.parse_extensions(required, self.strict, start + r0),
                          syntax.parse_extensions(optional, self.strict, start + o0),
                          major, minor, flags)
@@ -340,17 +401,16 @@ class Decoder(IncrementalDecoder):
         return self._fail(_err(LengthError, f"payload length {n} above the limit "
                                f"{self.limits.max_frame_size}", Category.LENGTH_TOO_LARGE, start + at))
 
-    # The two readers below look at the buffered bytes in place (FrameBuffer.window) and read
-    # the payload length ("Flag values": 1 byte, or 4 with LARGE_PAYLOAD) themselves: one call
-    # per frame instead of one per field, as the fuzzers trace every call.
+    # The two readers below read the frame at ``p`` in ``data`` (the buffer) in place, the
+    # payload length ("Flag values": 1 byte, or 4 with LARGE_PAYLOAD) included.
 
-    def _frame(self, data: bytearray, p: int, start: int):
+    def _frame(self, data: bytearray, p: int):
+        """A frame that is not a MESSAGE, or a refused flags byte."""
         flags = data[p]
+        start = self._base + p
         if flags in _BAD_FLAGS:
             raise self._fail(_flags_error(flags, start))
         kind = flags & _TYPE_BITS
-        if kind == 0:
-            return self._message(flags, data, p, start)
         if self._partial is not None:
             raise self._fail(_err(PayloadError, "a frame came between the pieces of a CONTINUED "
                                   "message", Category.BAD_VALUE, start))
@@ -381,51 +441,64 @@ class Decoder(IncrementalDecoder):
         name, args = syntax.parse_command(text, self.strict, start + head)
         return Command(name, args, large)
 
-    def _message(self, flags: int, data: bytearray, p: int, start: int):
-        # Nothing about a MESSAGE can be decided before its payload length is read (the
-        # sequence number and the two lengths before it are never refused), so each wait is
-        # for the bytes up to that field as far as the lengths read so far place it (empty
-        # destination and properties at first): fewer passes here with reads of a byte or two.
-        large = bool(flags & _LARGE)
-        size = 4 if large else 1
-        available = len(data) - p
-        if available < 6 + size:
-            return self._wait(6 + size)
-        seq, dlen = _MSG_HEAD.unpack_from(data, p + 1)
-        pos = 4 + dlen
-        if available < pos + 2 + size:
-            return self._wait(pos + 2 + size)
-        (plen,) = _U16.unpack_from(data, p + pos)
-        pos += 2 + plen
-        if available < pos + size:
-            return self._wait(pos + size)
-        if large:
-            (n,) = _U32.unpack_from(data, p + pos)
-        else:
-            n = data[p + pos]
-        total = pos + size + n
+    def _message(self, data: bytearray, p: int):
+        # The three lengths read at once: reading past the buffered bytes raises struct.error,
+        # and only then are the waits worked out (_message_need). With every length read, each
+        # of those waits is met (each ends at or before the payload length's end).
+        flags = data[p]
+        length = _LENGTH[flags]                     # u8, or u32 with LARGE_PAYLOAD
+        try:
+            seq, dlen = _MSG_HEAD.unpack_from(data, p + 1)
+            (plen,) = _U16.unpack_from(data, p + 4 + dlen)
+            pos = 6 + dlen + plen
+            (n,) = length.unpack_from(data, p + pos)
+        except struct.error:
+            return self._wait(_message_need(data, p, length.size))
+        total = pos + length.size + n
         if n > self.limits.max_frame_size:
-            raise self._too_large(n, pos, start)
-        if available < total:
+            raise self._too_large(n, pos, self._base + p)
+        end = p + total
+        if len(data) < end:
             return self._wait(total)
+        if flags & _CONTINUED or self._partial is not None:
+            return self._piece(flags, seq, dlen, plen, n, total)
+        start = self._base + p
+        self._pos = end                         # consumed, whatever its fields turn out to be
+        self._frame_need = 1
+        try:
+            dest = data[p + 4:p + 4 + dlen].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _err(PayloadError, "the destination is not UTF-8", Category.BAD_ENCODING,
+                       start + 4 + exc.start) from None
+        try:
+            props = data[p + 6 + dlen:p + pos].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _err(PayloadError, "the properties is not UTF-8", Category.BAD_ENCODING,
+                       start + 6 + dlen + exc.start) from None
+        return Message(seq, dest, bytes(data[end - n:end]),
+                       syntax.parse_properties(props, start) if props else (), length is _U32, 1)
+
+    def _piece(self, flags: int, seq: int, dlen: int, plen: int, n: int, total: int):
+        """A MESSAGE frame that is a CONTINUED piece, or the last piece (all its bytes are
+        buffered)."""
+        start = self._base + self._pos
+        large = bool(flags & _LARGE)
         continued = bool(flags & _CONTINUED)
         partial = self._partial
-        if (continued or partial is not None) and \
-                (len(partial[4]) if partial is not None else 0) + n > self.limits.max_message_size:
+        if (len(partial[4]) if partial is not None else 0) + n > self.limits.max_message_size:
             raise self._fail(_err(LengthError, f"CONTINUED payload above the limit "
                                   f"{self.limits.max_message_size}", Category.LENGTH_TOO_LARGE, start))
         raw = self._take(total)
-        piece = continued or partial is not None
         try:
             dest = raw[4:4 + dlen].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise self._unreadable(_err(PayloadError, "the destination is not UTF-8",
-                                        Category.BAD_ENCODING, start + 4 + exc.start), piece) from None
+                                        Category.BAD_ENCODING, start + 4 + exc.start), True) from None
         try:
             props = raw[6 + dlen:6 + dlen + plen].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise self._unreadable(_err(PayloadError, "the properties is not UTF-8",
-                                        Category.BAD_ENCODING, start + 6 + dlen + exc.start), piece) from None
+                                        Category.BAD_ENCODING, start + 6 + dlen + exc.start), True) from None
         payload = raw[total - n:]
         if partial is not None:
             p_seq, p_dest, p_props, p_large, pieces, count = partial
@@ -440,11 +513,9 @@ class Decoder(IncrementalDecoder):
             self._partial = None
             return Message(seq, dest, bytes(pieces), syntax.parse_properties(props, start) if props else (),
                            p_large, count + 1)
-        if continued:
-            # The raw properties text is kept to compare the later pieces with.
-            self._partial = [seq, dest, props, large, bytearray(payload), 1]
-            return _PIECE
-        return Message(seq, dest, payload, syntax.parse_properties(props, start) if props else (), large, 1)
+        # The raw properties text is kept to compare the later pieces with.
+        self._partial = [seq, dest, props, large, bytearray(payload), 1]
+        return _PIECE
 
     def _unreadable(self, exc: FrameError, piece: bool) -> FrameError:
         """A MESSAGE frame's destination or properties are not UTF-8: an error of that frame
@@ -476,6 +547,28 @@ _BAD_FLAGS = frozenset(f for f in range(256)
                        if f & _UNKNOWN_BITS or (f & _TYPE_BITS) & ((f & _TYPE_BITS) - 1)
                        or (f & _TYPE_BITS and f & _CONTINUED))
 _PIECE = object()
+#: Flags bytes of a MESSAGE frame that are not refused (no type bit, no unknown bit).
+_MESSAGE_FLAGS = frozenset(f for f in range(256) if f not in _BAD_FLAGS and not f & _TYPE_BITS)
+_U8 = struct.Struct(">B")
+#: The payload length's layout by flags byte ("Flag values"): 4 bytes with LARGE_PAYLOAD.
+_LENGTH = tuple(_U32 if f & _LARGE else _U8 for f in range(256))
+#: The reader of a frame by its flags byte: a table rather than tests, one lookup per frame.
+_READERS = tuple(Decoder._message if f in _MESSAGE_FLAGS else Decoder._frame for f in range(256))
+
+
+def _message_need(data: bytearray, p: int, size: int) -> int:
+    """The bytes a MESSAGE frame at ``p`` needs before its payload length can be read, as far
+    as the lengths buffered place it (empty destination and properties at first): each wait
+    is for the bytes up to that field, so reads of a byte or two make few passes. Nothing
+    about a MESSAGE can be decided before its payload length is read (the sequence number
+    and the two lengths before it are never refused)."""
+    available = len(data) - p
+    if available < 6 + size:
+        return 6 + size
+    pos = 4 + data[p + 3]
+    if available < pos + 2 + size:
+        return pos + 2 + size
+    return pos + 2 + _U16.unpack_from(data, p + pos)[0] + size
 
 
 def make_decoder(limits=None, origin=None, profile=None, handshakes=None) -> Decoder:

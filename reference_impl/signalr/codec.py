@@ -116,7 +116,12 @@ class Decoder(IncrementalDecoder):
         anything else is parsed carefully, so messages and errors are the same either way. On
         an error, the messages before it are on the exception's ``frames`` and the records
         after it stay for the next call."""
-        self._buf.feed(data)
+        buf = self._buf
+        # A read that leaves the record in hand partial answers nothing (most reads of a
+        # chunked stream): the reader says so without cutting anything.
+        if self._fast_known and not self._pending and buf.feed_partial(data):
+            return []
+        buf.feed(data)
         out: list = []
         try:
             while True:
@@ -124,23 +129,25 @@ class Decoder(IncrementalDecoder):
                     self._parse_pending(out)
                     continue
                 if self._fast_known or self._fast():
-                    start, batch, offsets = self._buf.take_records()
+                    start, batch, offsets = buf.take_records()
                     if batch:
+                        # Lazily: up to the first record the careful parser must read (the
+                        # last answer then, None); _next_pending reads on from there.
                         if self.hub_protocol == JSON:
-                            messages = fastpath.json_v1_batch(batch)
+                            messages = fastpath.json_v1_batch(batch, lazy=True)
                         else:
-                            messages = fastpath.msgpack_v1_batch(batch)
-                        if None not in messages:
+                            messages = fastpath.msgpack_v1_batch(batch, lazy=True)
+                        if messages[-1] is None:
+                            self._pending = batch.split(RS) if self.hub_protocol == JSON else batch
+                            self._pending_messages, self._pending_offsets = messages, offsets
+                            self._pending_start, self._pending_next = start, 0
+                            self._parse_pending(out)
+                        else:
                             out += messages
-                            continue
-                        self._pending = batch.split(RS) if self.hub_protocol == JSON else batch
-                        self._pending_messages, self._pending_offsets = messages, offsets
-                        self._pending_start, self._pending_next = start, 0
-                        continue
-                    # No batch: next_frame's reading, which here (nothing pending, the
-                    # handshake behind, the protocol known) is the reader's next record,
-                    # parsed. Inline, as most reads of a chunked stream end here.
-                    got = self._buf.next_record()
+                    # take_records cut every whole record it could: another call would cut
+                    # nothing. What is left is partial, or a record next_record reads alone
+                    # (an empty text one) or refuses. Inline, as most reads end here.
+                    got = buf.next_record()
                     if got is None:
                         return out
                     out.append(_PARSERS[self.hub_protocol](got[1], got[0], self.profile))
@@ -174,6 +181,11 @@ class Decoder(IncrementalDecoder):
         self._pending_next = i + 1
         if i + 1 >= len(bodies):
             self._pending = []
+        if i == len(messages):         # the lazy fast path stopped before this record: read on
+            if self.hub_protocol == JSON:
+                messages += fastpath.json_v1_batch(RS.join(bodies[i:]), lazy=True)
+            else:
+                messages += fastpath.msgpack_v1_batch(bodies[i:], lazy=True)
         message = messages[i]
         if message is None:
             if self._pending_offsets is not None:
@@ -208,7 +220,7 @@ class Decoder(IncrementalDecoder):
         return self._handshake(record, offset)
 
     def _handshake(self, record: bytes, offset: int):
-        origin = self.origin
+        origin, obj = self.origin, None
         if origin is None:
             obj = json_protocol.load_object(record, offset, "handshake")
             if "type" in obj and "protocol" not in obj:
@@ -219,7 +231,8 @@ class Decoder(IncrementalDecoder):
                 return _PARSERS[self.hub_protocol](record, offset, self.profile)
             origin = "client" if json_protocol.guess_handshake(obj) == "request" else "server"
         if origin == "client":
-            message = json_protocol.parse_handshake_request(record, offset, self.profile)
+            # The object read above, if any: loading the same record again gives the same.
+            message = json_protocol.parse_handshake_request(record, offset, self.profile, obj)
             self.handshake_done = True
             if message.protocol in HUB_PROTOCOLS:
                 self.hub_protocol = message.protocol
@@ -227,7 +240,7 @@ class Decoder(IncrementalDecoder):
             else:
                 self._closed_by_handshake = True     # the server answers with an error and closes
             return message
-        message = json_protocol.parse_handshake_response(record, offset, self.profile)
+        message = json_protocol.parse_handshake_response(record, offset, self.profile, obj)
         self.handshake_done = True
         if message.error is not None:
             self._closed_by_handshake = True

@@ -215,15 +215,26 @@ def _msgpack_items(items):
 
 # --- batches: one call per batch of records, the common types inline -------------------------
 
-def json_v1_batch(block: bytes) -> list:
+def json_v1_batch(block: bytes, lazy: bool = False) -> list:
     """``json_v1`` of each record of ``block`` (records joined by 0x1E; None where the careful
-    parser must decide)."""
+    parser must decide). ``lazy``: only up to the first None. A record's answer depends on that
+    record alone, so a decoder may ask for the rest later, or never: a stream whose error is
+    that record's is not read further for nothing (the fuzzers' inputs, mostly)."""
     check_digits = _NINETEEN in block.translate(_DIGITS_TO_ZERO)
     try:
         # orjson reads a str (already checked UTF-8) faster than bytes it must check itself.
         texts = block.decode("utf-8").split("\x1e")
     except UnicodeDecodeError:
         texts = block.split(b"\x1e")               # some record is not UTF-8: each on its own
+    out = _json_records(texts, check_digits)
+    while not lazy and len(out) < len(texts):
+        out += _json_records(texts[len(out):], check_digits)
+    return out
+
+
+def _json_records(texts: list, check_digits: bool) -> list:
+    """json_v1_batch's answers, up to the first None (``check_digits``: whether the block
+    has a run of 19 digits at all; with none, no record has)."""
     loads, error, handlers = _loads, _JSONError, _JSON_V1
     out = []
     append = out.append
@@ -232,12 +243,12 @@ def json_v1_batch(block: bytes) -> list:
             obj = loads(text)
         except error:
             append(None)
-            continue
+            break
         # too_deep counts brackets in a str as in bytes: no re-encoding of every long record.
         if type(obj) is not dict or (check_digits and _long_digits(_encoded(text))) or (
                 len(text) > MAX_DEPTH and too_deep(text)):
             append(None)
-            continue
+            break
         kind = obj.get("type")
         if kind == 1 and type(kind) is int:
             # Invocation, inline: the message a server reads most.
@@ -247,7 +258,10 @@ def json_v1_batch(block: bytes) -> list:
                 append(Invocation(target, args, iid or None))
                 continue
         handler = handlers.get(kind) if type(kind) is int else None
-        append(None if handler is None else handler[0](obj, handler[1]))
+        message = None if handler is None else handler[0](obj, handler[1])
+        append(message)
+        if message is None:
+            break
     return out
 
 
@@ -255,8 +269,17 @@ def _encoded(text) -> bytes:
     return text if type(text) is bytes else text.encode("utf-8")
 
 
-def msgpack_v1_batch(bodies: list[bytes]) -> list:
-    """``msgpack_v1`` of each record; Invocation without headers or streams inline."""
+def msgpack_v1_batch(bodies: list[bytes], lazy: bool = False) -> list:
+    """``msgpack_v1`` of each record; Invocation without headers or streams inline. ``lazy``:
+    only up to the first None (as json_v1_batch)."""
+    out = _msgpack_records(bodies)
+    while not lazy and len(out) < len(bodies):
+        out += _msgpack_records(bodies[len(out):])
+    return out
+
+
+def _msgpack_records(bodies: list[bytes]) -> list:
+    """msgpack_v1_batch's answers, up to the first None."""
     unpackb, single = _unpackb, _msgpack_items
     out = []
     append = out.append
@@ -265,12 +288,15 @@ def msgpack_v1_batch(bodies: list[bytes]) -> list:
             items = unpackb(body, raw=False, strict_map_key=False)
         except (ValueError, TypeError, OverflowError, RecursionError):
             append(None)
-            continue
+            break
         if type(items) is list and len(items) == 5 and items[0] == 1 and type(items[0]) is int \
                 and items[1] == {} and type(items[1]) is dict:
             iid, target, args = items[2], items[3], items[4]
             if type(target) is str and type(args) is list and (iid is None or type(iid) is str):
                 append(Invocation(target, args, iid or None))
                 continue
-        append(single(items))
+        message = single(items)
+        append(message)
+        if message is None:
+            break
     return out

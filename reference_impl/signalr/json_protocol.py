@@ -126,8 +126,11 @@ def parse_message(record: bytes, offset: int = 0, profile: str = "v1"):
 
 # --- handshake ("Overview"; SPEC_NOTES: version, response) ------------------------------------
 
-def parse_handshake_request(record: bytes, offset: int = 0, profile: str = "v1") -> HandshakeRequest:
-    obj = load_object(record, offset, "handshake request")
+def parse_handshake_request(record: bytes, offset: int = 0, profile: str = "v1",
+                            obj: Optional[dict] = None) -> HandshakeRequest:
+    """``obj``: the record's object, when the caller already loaded it (load_object)."""
+    if obj is None:
+        obj = load_object(record, offset, "handshake request")
     if "protocol" not in obj:
         raise f.missing("handshake request", "protocol", offset)
     protocol = f.string(obj["protocol"], "protocol", offset)
@@ -146,8 +149,11 @@ def parse_handshake_request(record: bytes, offset: int = 0, profile: str = "v1")
     return HandshakeRequest(protocol, version)
 
 
-def parse_handshake_response(record: bytes, offset: int = 0, profile: str = "v1") -> HandshakeResponse:
-    obj = load_object(record, offset, "handshake response")
+def parse_handshake_response(record: bytes, offset: int = 0, profile: str = "v1",
+                             obj: Optional[dict] = None) -> HandshakeResponse:
+    """``obj``: the record's object, when the caller already loaded it (load_object)."""
+    if obj is None:
+        obj = load_object(record, offset, "handshake response")
     error = obj.get("error")
     if error is not None:
         f.string(error, "error", offset)

@@ -88,8 +88,7 @@ def _truncated(what: str, offset: int) -> FrameError:
 def _field(body: bytes, pos: int, base: int, what: str, index: int = 0) -> tuple[Optional[str], int]:
     """The u16-length UTF-8 string at ``pos`` ("Message Format": length 0 = absent) and the
     position after it. ``what`` names it in errors, ``{}`` standing for ``index`` (a header's
-    number): formatted only for an error, as every message's fields pass through here (one
-    flat function, not a reader object's methods: the fuzzers trace every call)."""
+    number): formatted only for an error."""
     try:
         (n,) = _U16.unpack_from(body, pos)
     except struct.error:
@@ -108,11 +107,68 @@ def _field(body: bytes, pos: int, base: int, what: str, index: int = 0) -> tuple
 
 
 MAX_JSON_DEPTH = strict_json.MAX_DEPTH
+#: ``_absent(s, s)``: None for "" (a field of length 0), else ``s``; a lookup, not a branch.
+_absent = {"": None}.get
 _json_encode = strict_json.dumps
 
 
 def parse_message(body: bytes, base: int = 0) -> Message:
-    """One (decompressed) body."""
+    """One (decompressed) body.
+
+    A well-formed body, the usual case, is read with one bounds test, at the end: the reads
+    only move forward, so if the last one ends at the body's end, each lay inside it. Any
+    other body (a read past the end, bad UTF-8 or JSON, an unknown type, an empty id or
+    header name, bytes left over) is read again by :func:`_parse_checked`, which tests each
+    field as it reads it and raises the error. A field costs a slice and a decode here, not
+    a call and two tests: the fuzzers trace every call and branch."""
+    try:
+        version, kind = _VT.unpack_from(body, 0)
+        pos = 4 + _U16.unpack_from(body, 2)[0]
+        mid = body[4:pos].decode("utf-8")
+        if kind in _KNOWN_TYPES and mid:
+            start = pos + 2
+            pos = start + _U16.unpack_from(body, pos)[0]
+            queue = body[start:pos].decode("utf-8")
+            (n,) = _U32.unpack_from(body, pos)
+            start = pos + 4
+            pos = start + n
+            payload = None
+            if n and pos <= len(body):               # past the end: the next read fails
+                payload = strict_json.loads(body[start:pos].decode("utf-8"))
+            (count,) = _U16.unpack_from(body, pos)
+            pos += 2
+            headers = None
+            if count:
+                headers = {}
+                for _ in range(count):
+                    start = pos + 2
+                    pos = start + _U16.unpack_from(body, pos)[0]
+                    key = body[start:pos].decode("utf-8")
+                    start = pos + 2
+                    pos = start + _U16.unpack_from(body, pos)[0]
+                    value = body[start:pos].decode("utf-8")
+                    headers[key] = _absent(value, value)
+                if "" in headers:
+                    return _parse_checked(body, base)
+            error_code = error_message = ""
+            if pos < len(body):
+                start = pos + 2
+                pos = start + _U16.unpack_from(body, pos)[0]
+                error_code = body[start:pos].decode("utf-8")
+                start = pos + 2
+                pos = start + _U16.unpack_from(body, pos)[0]
+                error_message = body[start:pos].decode("utf-8")
+            if pos == len(body):
+                return Message(kind, mid, _absent(queue, queue), payload, headers,
+                               _absent(error_code, error_code), _absent(error_message, error_message),
+                               version)
+    except (struct.error, ValueError):       # a read past the end; bad UTF-8 or JSON
+        pass
+    return _parse_checked(body, base)
+
+
+def _parse_checked(body: bytes, base: int) -> Message:
+    """:func:`parse_message` field by field, each checked as it is read."""
     if len(body) < 2:
         raise _truncated("the version and type", base + len(body))
     version, kind = _VT.unpack_from(body, 0)
@@ -227,14 +283,16 @@ class Decoder(IncrementalDecoder):
         self.profile = profile or "document"
         self.origin = origin
         self.flags = self.profile != "vibemq-1.0"
-        self._head = 5 if self.flags else 4
+        self._head = 4 + self.flags
         self._buf = FrameBuffer()
         self._error: Optional[FrameError] = None
         # Bytes the frame in hand needs before reading it again can change anything (the
         # checks so far, "Framing": length bounds, then the flags byte, read bytes that stay
         # buffered): with fewer, next_frame answers None at once, so reads of a byte or two
-        # cost one comparison.
+        # cost one comparison. More than the header: the header was checked, and its flag
+        # is ``_flag``.
         self._frame_need = 4
+        self._flag = Compression.NONE
 
     @property
     def buffered(self) -> int:
@@ -253,29 +311,35 @@ class Decoder(IncrementalDecoder):
             raise self._error
         data, pos, start = self._buf.window()    # one call, not one per header field
         available = len(data) - pos
-        if available < self._frame_need:
+        need = self._frame_need
+        if available < need:
             return None
         head = self._head
-        if self.flags and available >= head:
-            size, flag = _HEAD.unpack_from(data, pos)
+        if need > head:
+            # The header was checked when it came (need = head + its length; the limits are
+            # the decoder's for life): the frame is whole now, checking again would repeat.
+            size, flag = need - head, self._flag
         else:
             (size,) = _U32.unpack_from(data, pos)
+            if size < MIN_BODY:
+                raise self._fail(_err(LengthError, f"body length {size} < {MIN_BODY}",
+                                      Category.LENGTH_TOO_SMALL, start))
+            if size > self.limits.max_frame_size:
+                raise self._fail(_err(LengthError, f"body length {size} > {self.limits.max_frame_size}",
+                                      Category.LENGTH_TOO_LARGE, start))
             flag = Compression.NONE
-        if size < MIN_BODY:
-            raise self._fail(_err(LengthError, f"body length {size} < {MIN_BODY}",
-                                  Category.LENGTH_TOO_SMALL, start))
-        if size > self.limits.max_frame_size:
-            raise self._fail(_err(LengthError, f"body length {size} > {self.limits.max_frame_size}",
-                                  Category.LENGTH_TOO_LARGE, start))
-        if available < head:
-            self._frame_need = head
-            return None
-        if flag not in _FLAGS:
-            raise self._fail(_err(UnknownTypeError, f"unknown compression flag 0x{flag:02x}",
-                                  Category.UNKNOWN_TYPE, start + 4))
-        if available < head + size:
-            self._frame_need = head + size
-            return None
+            if self.flags:
+                if available < head:             # the length only, so far
+                    self._frame_need = head
+                    return None
+                flag = data[pos + 4]
+                if flag not in _FLAGS:
+                    raise self._fail(_err(UnknownTypeError, f"unknown compression flag 0x{flag:02x}",
+                                          Category.UNKNOWN_TYPE, start + 4))
+            if available < head + size:
+                self._frame_need = head + size
+                self._flag = flag
+                return None
         self._frame_need = 4
         body = self._buf.take(size, skip=head)
         at = start + head
