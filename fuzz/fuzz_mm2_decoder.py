@@ -15,9 +15,9 @@ from pathlib import Path
 if not __package__:          # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fuzz.target_setup import fuzz, instrumented  # noqa: E402
+from fuzz.target_setup import UNDER_TEST, fuzz, instrumented  # noqa: E402
 
-with instrumented(__name__):
+with instrumented(__name__, UNDER_TEST):
     from fuzz.harness_mm2 import decoder_one_input
 
 

@@ -25,9 +25,8 @@ from enum import IntEnum
 from typing import ClassVar, Union
 
 from ..core.errors import Category, FrameError, LengthError, PayloadError, UnknownTypeError
-from ..core.decoding import IncrementalDecoder
+from ..core.decoding import InPlaceDecoder
 from ..core.decoding import decode_all as _decode_all
-from ..core.framebuffer import FrameBuffer
 from ..core.limits import Limits
 
 PROTOCOL = "blipmq"
@@ -333,12 +332,14 @@ def parse_payload(raw: RawFrame) -> Frame:
 
 # --- stream decoding ------------------------------------------------------------------------
 
-class Decoder(IncrementalDecoder):
+class Decoder(InPlaceDecoder):
     """Incremental decoder: ``feed(data) -> list[frame]``.
 
     With ``parse=True`` (default) frames are typed and a bad payload raises; with
     ``parse=False`` it yields :class:`RawFrame` envelopes and only stream errors raise.
     Stream errors are sticky: once the stream is broken every later call raises the same error.
+    Frames are read in place in the decoder's own buffer (core/decoding.py
+    :class:`InPlaceDecoder`).
     """
 
     protocol = PROTOCOL
@@ -346,31 +347,31 @@ class Decoder(IncrementalDecoder):
     def __init__(self, limits: BlipConfig | None = None, *, parse: bool = True) -> None:
         self.limits = limits or _DEFAULT_LIMITS
         self.parse = parse
-        self._buf = FrameBuffer()
+        self._init_buffer()
         self._error: FrameError | None = None
         # Bytes the envelope in hand needs before reading it again can change anything (the
-        # checks so far read bytes that stay buffered): with fewer, next_raw answers None at
+        # checks so far read bytes that stay buffered): with fewer, next_frame answers None at
         # once, so reads of a byte or two cost one comparison ("Frame Layout": the length first,
         # then the type byte, then the body).
         self._frame_need = 4
 
-    @property
-    def buffered(self) -> int:
-        return len(self._buf)
-
-    def receive(self, data: bytes) -> None:
-        if self._error is None:      # a broken stream buffers nothing more
-            self._buf.feed(data)
-
     def next_raw(self) -> RawFrame | None:
-        """The next whole envelope, None if more bytes are needed."""
+        """The next whole envelope, None if more bytes are needed: ``next_frame`` of a decoder
+        made with ``parse=False`` (the session's)."""
+        if self.parse:
+            raise TypeError("next_raw is for a decoder made with parse=False")
+        return self.next_frame()
+
+    def next_frame(self):
+        """The next whole frame (an envelope with ``parse=False``), None if more bytes are
+        needed. One call per frame: the header read in place, the payload parsed inline."""
         if self._error is not None:
             raise self._error
-        buf = self._buf
-        data, pos, start = buf.window()
+        data, pos = self._data, self._pos
         available = len(data) - pos
         if available < self._frame_need:
             return None
+        start = self._base + pos
         if available >= HEADER_SIZE:             # common case: the header read in place
             length, type_byte, correlation_id = _HEADER.unpack_from(data, pos)
             if not MIN_FRAME_LENGTH <= length <= self.limits.max_frame_size or type_byte not in _TYPES:
@@ -383,12 +384,16 @@ class Decoder(IncrementalDecoder):
             self._check(length, type_byte, start)
             self._frame_need = HEADER_SIZE if type_byte is not None else 5
             return None
-        if available < 4 + length:
+        end = pos + 4 + length
+        if len(data) < end:
             self._frame_need = 4 + length
             return None
         self._frame_need = 4
-        payload = buf.take(length - MIN_FRAME_LENGTH, skip=HEADER_SIZE)
-        return RawFrame(_TYPES[type_byte], correlation_id, payload, start)
+        self._pos = end                          # consumed, whatever its payload turns out to be
+        raw = RawFrame(_TYPES[type_byte], correlation_id, bytes(data[pos + HEADER_SIZE:end]), start)
+        if not self.parse:
+            return raw
+        return _PARSERS[raw.type](raw, start + HEADER_SIZE)      # parse_payload, inline
 
     def _check(self, length: int, type_byte: int | None, start: int) -> None:
         """Length bounds from the prefix alone, then the type byte once it is there."""
@@ -403,13 +408,6 @@ class Decoder(IncrementalDecoder):
                                Category.UNKNOWN_TYPE, start + 4)
         if self._error is not None:
             raise self._error
-
-    def next_frame(self):
-        raw = self.next_raw()
-        if raw is None or not self.parse:
-            return raw
-        return _PARSERS[raw.type](raw, raw.offset + HEADER_SIZE)      # parse_payload, inline
-
 
 
 def decode_all(data: bytes, limits: BlipConfig | None = None) -> list[Frame]:

@@ -31,10 +31,9 @@ import struct
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from ..core.decoding import IncrementalDecoder
+from ..core.decoding import InPlaceDecoder
 from ..core.decoding import decode_all as _decode_all
 from ..core.errors import Category, FrameError, LengthError, PayloadError, UnknownTypeError
-from ..core.framebuffer import COMPACT_THRESHOLD
 from ..core.limits import Limits
 from . import syntax
 from .constants import (CONTINUATION_SIZE, DOCUMENT_MINOR, KNOWN_BITS, MAJOR_VERSION, PROTOCOL,
@@ -205,17 +204,13 @@ def encode(frame: Frame) -> bytes:
 
 # --- decoding ---------------------------------------------------------------------------------
 
-class Decoder(IncrementalDecoder):
+class Decoder(InPlaceDecoder):
     """Incremental decoder of one direction of a connection. ``handshakes``: how many
     handshake messages come first (2 from a client, 1 from a server, 0 for frames alone).
     ``strict``: the document's FIELD rule for command names and keys (profile ``document``).
 
-    It keeps its receive buffer itself, as core/framebuffer.py's FrameBuffer does (a
-    ``bytearray``, a read offset, the stream offset of its first byte), reads frames in place
-    and consumes one by moving the read offset; the bytes read are dropped on the next
-    ``receive``, as FrameBuffer drops them (all of them, or a large prefix). A call into the
-    buffer per field or frame was a large part of the fuzzers' time (they trace every call
-    and branch)."""
+    Frames are read in place in the decoder's own buffer (core/decoding.py
+    :class:`InPlaceDecoder`)."""
 
     protocol = PROTOCOL
 
@@ -224,9 +219,7 @@ class Decoder(IncrementalDecoder):
         self.limits = limits or _DEFAULT_LIMITS
         self._handshakes = handshakes
         self.strict = strict
-        self._data = bytearray()
-        self._pos = 0           # read offset into _data
-        self._base = 0          # stream offset of _data[0]
+        self._init_buffer()
         # Bytes the frame in hand needs before reading it again can change anything: every
         # check up to where it stopped read bytes that stay buffered, so with fewer there
         # next_frame answers None at once (reads of a byte or two cost one comparison).
@@ -246,53 +239,11 @@ class Decoder(IncrementalDecoder):
         self._handshakes = count
         self._frame_need = 1
 
-    def receive(self, data: bytes) -> bool:
-        """Buffer ``data`` (nothing once the stream is broken); whether ``next_frame`` may now
-        yield or raise anything. False: the frame in hand still lacks bytes, and next_frame
-        would answer None without looking, so a caller feeding a byte or two at a time (the
-        fuzzers) can skip the call."""
-        if self._error is None:
-            if self._pos:
-                self._drop_read()
-            buf = self._data
-            buf += data
-            return len(buf) - self._pos >= self._frame_need
-        return True
-
-    def feed(self, data: bytes) -> list:
-        """Buffer ``data`` and return every whole frame; on error, the frames decoded before
-        it are on the exception's ``frames`` (IncrementalDecoder.feed, over this buffer)."""
-        if self._error is None:
-            if self._pos:
-                self._drop_read()
-            buf = self._data
-            buf += data
-            if len(buf) - self._pos < self._frame_need:
-                return []              # next_frame would answer None without looking
-        out: list = []
-        next_frame = self.next_frame
-        try:
-            while (frame := next_frame()) is not None:
-                out.append(frame)
-        except FrameError as exc:
-            exc.frames = out
-            raise
-        return out
-
-    @property
-    def buffered(self) -> int:
-        return len(self._data) - self._pos
-
     def eof(self) -> None:
         """The stream ended: a partial frame, or a CONTINUED message without its last piece, is
         truncated."""
-        if self._error is not None:
-            return
-        left = len(self._data) - self._pos
-        if left:
-            raise PayloadError(f"stream ended inside a frame ({left} bytes left)", category=Category.TRUNCATED,
-                               protocol=self.protocol, offset=self._base + self._pos)
-        if self._partial is not None:
+        super().eof()
+        if self._error is None and self._partial is not None:
             raise _err(PayloadError, f"stream ended inside a CONTINUED message ({self._partial[5]} "
                        "pieces read)", Category.TRUNCATED, self._base + self._pos)
 
@@ -329,20 +280,6 @@ class Decoder(IncrementalDecoder):
             frame = _READERS[data[p]](self, data, p)
             if frame is not _PIECE:
                 return frame
-
-    def _drop_read(self) -> None:
-        """Drop the bytes read, as FrameBuffer does: all of them when nothing else is
-        buffered, else only a large prefix that is more than half of the buffer (so each byte
-        moves a constant number of times on average, however the stream is cut)."""
-        pos, data = self._pos, self._data
-        if pos == len(data):
-            self._base += pos
-            data.clear()
-            self._pos = 0
-        elif pos > COMPACT_THRESHOLD and pos * 2 > len(data):
-            del data[:pos]
-            self._base += pos
-            self._pos = 0
 
     def _take(self, n: int, skip: int = 0) -> bytes:
         """Consume ``skip + n`` bytes (the caller checked they are there); the last ``n``. The
@@ -404,42 +341,38 @@ class Decoder(IncrementalDecoder):
     # The two readers below read the frame at ``p`` in ``data`` (the buffer) in place, the
     # payload length ("Flag values": 1 byte, or 4 with LARGE_PAYLOAD) included.
 
+    def _refused(self, data: bytearray, p: int):
+        """A flags byte of :data:`_BAD_FLAGS`: refused whatever follows."""
+        raise self._fail(_flags_error(data[p], self._base + p))
+
     def _frame(self, data: bytearray, p: int):
-        """A frame that is not a MESSAGE, or a refused flags byte."""
-        flags = data[p]
-        start = self._base + p
-        if flags in _BAD_FLAGS:
-            raise self._fail(_flags_error(flags, start))
-        kind = flags & _TYPE_BITS
+        """A COMMAND, ERROR or EXTENSION frame. Where its payload length sits and how wide it
+        is come from a table by flags byte (:data:`_LAYOUT`), and reading past the buffered
+        bytes raises struct.error, as in :meth:`_message`: few tests per frame."""
         if self._partial is not None:
             raise self._fail(_err(PayloadError, "a frame came between the pieces of a CONTINUED "
-                                  "message", Category.BAD_VALUE, start))
-        large = bool(flags & _LARGE)
-        at = 2 if kind == _EXTENSION else 1          # after the extension id
-        available = len(data) - p
-        if large:
-            if available < at + 4:
-                return self._wait(at + 4)
-            (n,) = _U32.unpack_from(data, p + at)
-            head = at + 4
-        else:
-            if available < at + 1:
-                return self._wait(at + 1)
-            n = data[p + at]
-            head = at + 1
+                                  "message", Category.BAD_VALUE, self._base + p))
+        flags = data[p]
+        at, length, kind = _LAYOUT[flags]           # after the extension id, if any
+        head = at + length.size
+        try:
+            (n,) = length.unpack_from(data, p + at)
+        except struct.error:
+            return self._wait(head)
         if n > self.limits.max_frame_size:
-            raise self._too_large(n, at, start)
-        if available < head + n:
+            raise self._too_large(n, at, self._base + p)
+        if len(data) - p < head + n:
             return self._wait(head + n)
+        start = self._base + p
         ext_id = data[p + 1]
         payload = self._take(n, head)
         if kind == _EXTENSION:
-            return ExtensionFrame(ext_id, payload, large)
+            return ExtensionFrame(ext_id, payload, length is _U32)
         if kind == _ERROR:
-            return Error(self._text(payload, 0, n, "the ERROR text", start + head), large)
+            return Error(self._text(payload, 0, n, "the ERROR text", start + head), length is _U32)
         text = self._text(payload, 0, n, "the command", start + head)
         name, args = syntax.parse_command(text, self.strict, start + head)
-        return Command(name, args, large)
+        return Command(name, args, length is _U32)
 
     def _message(self, data: bytearray, p: int):
         # The three lengths read at once: reading past the buffered bytes raises struct.error,
@@ -552,8 +485,13 @@ _MESSAGE_FLAGS = frozenset(f for f in range(256) if f not in _BAD_FLAGS and not 
 _U8 = struct.Struct(">B")
 #: The payload length's layout by flags byte ("Flag values"): 4 bytes with LARGE_PAYLOAD.
 _LENGTH = tuple(_U32 if f & _LARGE else _U8 for f in range(256))
+#: Of a COMMAND, ERROR or EXTENSION frame, by flags byte: the payload length's offset (after
+#: the extension id of an EXTENSION frame), its layout, the frame type bits.
+_LAYOUT = tuple((2 if f & _TYPE_BITS == _EXTENSION else 1, _LENGTH[f], f & _TYPE_BITS)
+                for f in range(256))
 #: The reader of a frame by its flags byte: a table rather than tests, one lookup per frame.
-_READERS = tuple(Decoder._message if f in _MESSAGE_FLAGS else Decoder._frame for f in range(256))
+_READERS = tuple(Decoder._refused if f in _BAD_FLAGS else
+                 Decoder._message if f in _MESSAGE_FLAGS else Decoder._frame for f in range(256))
 
 
 def _message_need(data: bytearray, p: int, size: int) -> int:
