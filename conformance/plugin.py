@@ -12,6 +12,8 @@ of every connection a test opened is attached to any test that does not pass.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 import time
@@ -157,7 +159,7 @@ class _EmbeddedBrokers:
         if key not in self.running:
             from reference_impl.core.server import ThreadedServer
             self.running[key] = ThreadedServer(
-                spec.make_broker("127.0.0.1", 0, profile=profile)).start()
+                spec.make_broker("127.0.0.1", 0, profile=profile, **spec.embedded_timing)).start()
         server = self.running[key]
         url = getattr(server.server, "url", None)
         return server.address + ((url,) if url else ())
@@ -199,9 +201,13 @@ def target(request, wirecheck_spec, wirecheck_profile, wirecheck_embedded):
     config = request.config
     address = config.getoption("wirecheck_target")
     embedded = address is None
+    profile = wirecheck_profile
     if embedded:
-        address = wirecheck_embedded.address(wirecheck_spec, wirecheck_profile.base)
-    tgt = Target(address[0], address[1], wirecheck_spec, wirecheck_profile,
+        address = wirecheck_embedded.address(wirecheck_spec, profile.base)
+        if wirecheck_spec.embedded_timing:        # the timers that broker was started with
+            profile = dataclasses.replace(profile, timing={**profile.timing,
+                                                           **wirecheck_spec.embedded_timing})
+    tgt = Target(address[0], address[1], wirecheck_spec, profile,
                  timeout=config.getoption("wirecheck_timeout"), embedded=embedded,
                  url=address[2] if len(address) > 2 else None)
     request.node.stash[_TARGET_KEY] = tgt

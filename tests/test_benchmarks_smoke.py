@@ -30,6 +30,18 @@ EXPECTED = [
       for kind in ("json.small", "json.large", "msgpack.small", "msgpack.large")),
     *(f"vibemq.decode.{flag}.{size}.whole{suffix}" for flag in ("plain", "gzip", "brotli")
       for size in ("small", "large") for suffix in ("", ".mbps")),
+    # benchmarks/bench_protocols.py: the same figures for the four other protocols
+    *(f"mm2.decode.{kind}{suffix}" for kind in ("small", "large", "command") for suffix in ("", ".mbps")),
+    *(f"{p}.split.{how}" for p in ("mm2", "rmqs", "signalr.json", "signalr.msgpack", "vibemq")
+      for how in ("whole", "1byte", "random")),
+    *(f"{p}.linear.{how}.4x" for p in ("mm2", "rmqs", "signalr.json", "signalr.msgpack", "vibemq")
+      for how in ("whole", "1byte")),
+    *(f"mm2.scapy.dissect.{kind}" for kind in ("small", "large", "command")),
+    *(f"{p}.scapy.dissect.{kind}" for p in ("signalr.json", "signalr.msgpack", "vibemq")
+      for kind in ("small", "large")),
+    # benchmarks/bench_suite.py: --quick runs BlipMQ's suite alone, serial and with two workers
+    "suite.blipmq.serial", "suite.blipmq.serial.wall", "suite.blipmq.n2", "suite.blipmq.n2.wall",
+    "suite.all.serial.wall", "suite.all.n2.wall",
     "report.write", "report.html.mb", "replay.8mb.rss", "replay.8mb.mbps",
     # --quick fuzzes two targets for a few seconds each (benchmarks/bench_fuzz.py QUICK_TARGETS)
     *(f"fuzz.{target}.{figure}" for target in ("blipmq_decoder", "mm2_decoder")

@@ -49,6 +49,12 @@ class ProtocolSpec:
     #: (its session rules checking both sides of a recorded conversation); empty: the base
     #: observer, which checks framing only.
     observer: str = ""
+    #: Timers (profile ``timing`` keys, seconds) the reference broker gets when the suite
+    #: starts it itself (no ``--target``), and which the suite then waits for, in place of the
+    #: profile's: the same behaviour checked in seconds instead of minutes (SignalR's
+    #: keep-alive and timeouts are server settings, 15-30 s by default). A target the user
+    #: names keeps its profile's timing.
+    embedded_timing: dict = field(default_factory=dict)
 
     def capture_decoder(self, **kwargs):
         return (self.make_capture_decoder or self.make_decoder)(**kwargs)

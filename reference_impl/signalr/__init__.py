@@ -57,4 +57,7 @@ SPEC = registry.register(registry.ProtocolSpec(
     make_capture_decoder=http_transport.make_capture_decoder,
     liveness="reference_impl.signalr.probe:liveness_probe",
     observer="reference_impl.signalr.observer:SignalRObserver",
+    # Short enough for the three timer tests to take seconds, long enough that no other test's
+    # connection lives to see a keep-alive Ping (the longest lives well under a second).
+    embedded_timing={"handshake_timeout": 2.0, "keep_alive_interval": 3.0, "client_timeout": 4.0},
 ))
