@@ -33,8 +33,6 @@ MODES = {"serial": [], "n2": ["-n", "2"]}
 #: Tests per second per core (h2spec's pace), and the five suites' wall-time bound.
 GOAL_PER_CORE = 70.0
 GOAL_ALL_SECONDS = 120.0
-#: The ``wirecheck`` command, whichever interpreter runs this.
-WIRECHECK = "import sys; from conformance.cli import main; sys.exit(main())"
 #: A suite that takes longer than this is stuck: the run is an error.
 TIMEOUT = 600
 
@@ -43,7 +41,7 @@ def run_suite(protocol: str, mode: str) -> dict:
     """One ``wirecheck check`` run; its test count, session seconds and wall seconds."""
     with tempfile.TemporaryDirectory(prefix="wirecheck-bench-suite-") as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-c", WIRECHECK, "check", "--protocol", protocol,
+        cmd = [sys.executable, "-m", "conformance.cli", "check", "--protocol", protocol,
                "--report", str(report), *MODES[mode], "--", "-q", "-p", "no:cacheprovider"]
         start = time.perf_counter()
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)

@@ -26,9 +26,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Optional, Union
 
 from ..core.errors import Category, FrameError, LengthError, PayloadError, UnknownTypeError
-from ..core.decoding import IncrementalDecoder
+from ..core.decoding import InPlaceDecoder
 from ..core.decoding import decode_all as _decode_all
-from ..core.framebuffer import FrameBuffer
 from ..core.limits import Limits
 from . import chunk as osiris
 from .chunk import Chunk, Entry, SimpleEntry, SubBatchEntry
@@ -1063,13 +1062,14 @@ def parse_frame(raw: RawFrame, limits: StreamConfig | None = None, origin: Optio
 
 # --- stream decoding --------------------------------------------------------------------------
 
-class Decoder(IncrementalDecoder):
+class Decoder(InPlaceDecoder):
     """Incremental decoder: ``feed(data) -> list[frame]``.
 
     ``parse=False`` yields :class:`RawFrame` envelopes. A size above ``max_frame_size`` is a
     sticky stream error; other errors concern one frame, which is consumed: call ``feed(b"")``
     (or iterate again) to go on past it. ``max_frame_size`` may be changed between calls (the
-    session applies the tuned frame_max).
+    session applies the tuned frame_max). Frames are read in place in the decoder's own buffer
+    (core/decoding.py :class:`InPlaceDecoder`).
     """
 
     protocol = PROTOCOL
@@ -1079,10 +1079,10 @@ class Decoder(IncrementalDecoder):
         self.limits = limits or _DEFAULT_LIMITS
         self.origin = origin           # "server", "client" or None (unknown)
         self.parse = parse
-        self._buf = FrameBuffer()
+        self._init_buffer()
         self._error: FrameError | None = None
         # Bytes the frame in hand needs before reading it again can change anything (the size
-        # check read bytes that stay buffered): with fewer, next_raw answers None at once, so
+        # check read bytes that stay buffered): with fewer, next_frame answers None at once, so
         # reads of a byte or two cost one comparison. A new max_frame_size resets it.
         self._frame_need = 4
         self.max_frame_size = self.limits.max_frame_size
@@ -1097,22 +1097,22 @@ class Decoder(IncrementalDecoder):
         self._frame_need = 4               # the size of a frame in hand is checked against it anew
 
     @property
-    def buffered(self) -> int:
-        return len(self._buf)
-
-    @property
     def broken(self) -> bool:
         return self._error is not None
 
-    def receive(self, data: bytes) -> None:
-        if self._error is None:
-            self._buf.feed(data)
-
     def next_raw(self) -> RawFrame | None:
+        """The next whole envelope, None if more bytes are needed: ``next_frame`` of a decoder
+        made with ``parse=False`` (the session's)."""
+        if self.parse:
+            raise TypeError("next_raw is for a decoder made with parse=False")
+        return self.next_frame()
+
+    def next_frame(self):
+        """The next whole frame (an envelope with ``parse=False``), None if more bytes are
+        needed: the header read in place, one copy of the body."""
         if self._error is not None:
             raise self._error
-        buf = self._buf
-        data, pos, start = buf.window()      # one call, not one per header field
+        data, pos = self._data, self._pos
         available = len(data) - pos
         if available < self._frame_need:
             return None
@@ -1124,22 +1124,21 @@ class Decoder(IncrementalDecoder):
         limit = self._max_frame_size
         if limit and size > limit:
             self._error = _err(LengthError, f"frame size {size} > frame_max {limit}",
-                               Category.LENGTH_TOO_LARGE, start)
+                               Category.LENGTH_TOO_LARGE, self._base + pos)
             raise self._error
-        if available < 4 + size:
+        end = pos + 4 + size
+        if len(data) < end:
             self._frame_need = 4 + size
             return None
         self._frame_need = 4
+        self._pos = end                          # consumed, whatever its body turns out to be
         if size < MIN_FRAME_SIZE:
-            return RawFrame(None, None, buf.take(size, skip=4), start)
-        return RawFrame(key, version, buf.take(size - 4, skip=8), start)
-
-    def next_frame(self):
-        raw = self.next_raw()
-        if raw is None or not self.parse:
+            raw = RawFrame(None, None, bytes(data[pos + 4:end]), self._base + pos)
+        else:
+            raw = RawFrame(key, version, bytes(data[pos + 8:end]), self._base + pos)
+        if not self.parse:
             return raw
         return parse_frame(raw, self.limits, self.origin)
-
 
 
 def decode_all(data: bytes, limits: StreamConfig | None = None, origin: Optional[str] = None) -> list:
