@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:          # runnable as a script from the repository root
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import (bench_blipmq_decode, bench_fuzz, bench_pipeline, bench_protocols,  # noqa: E402
-                        bench_replay, bench_report, bench_rmqs_broker, bench_rmqs_decode,
-                        bench_signalr_decode, bench_suite, bench_vibemq_decode)
+from benchmarks import (bench_blipmq_decode, bench_brokers, bench_fuzz, bench_pipeline,  # noqa: E402
+                        bench_protocols, bench_replay, bench_report, bench_rmqs_broker,
+                        bench_rmqs_decode, bench_signalr_decode, bench_suite, bench_vibemq_decode)
 
 #: MB of pcap the full run's pipeline figures use (benchmarks/bench_pipeline.py alone defaults
 #: to 500 MB, about four minutes; this keeps ``make bench`` within its ten). --quick leaves
@@ -99,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
               "results": [*bench_blipmq_decode.run(quick=args.quick),
                           *bench_rmqs_decode.run(quick=args.quick),
                           *bench_rmqs_broker.run(quick=args.quick),
+                          *bench_brokers.run(quick=args.quick),
                           *bench_signalr_decode.run(quick=args.quick),
                           *bench_vibemq_decode.run(quick=args.quick),
                           *bench_protocols.run(quick=args.quick),

@@ -23,6 +23,9 @@ EXPECTED = [
     *(f"rmqs.scapy.dissect.{kind}" for kind in ("deliver100x100", "deliver1x16", "confirm")),
     # --quick runs the reference broker alone (no real RabbitMQ: its start-up alone is ~20 s)
     "rmqs.broker.publish+confirm.5000x100B", "rmqs.broker.consume.5000x100B",
+    # benchmarks/bench_brokers.py, quick: too few messages for a p999
+    *(f"broker.{name}.{figure}" for name in ("blipmq", "vibemq", "micromessage2", "signalr", "signalr.tcp")
+      for figure in ("msgs", "latency.p50", "latency.p99")),
     *(f"signalr.decode.{kind}.whole{suffix}"
       for kind in ("json.small", "json.large", "msgpack.small", "msgpack.large")
       for suffix in ("", ".mbps")),
