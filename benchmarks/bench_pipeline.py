@@ -23,6 +23,11 @@ Figures:
   32 MB of capture, at least four per core: the cap is reached from 256 MB on two cores) and
   the JVM's heap toward ``spark.driver.memory``; past that it stays put;
   ``pipeline.memory.worker``: the largest Python worker's peak, MB.
+
+The goals hold for a set of :data:`GOAL_MB` or more (issue 10's 500 MB): on a smaller one the
+figures are reported without them, as its halves and quarters lie below the plateau (memory
+still climbing toward it) and fixed costs weigh more on its speed. ``make bench`` runs 150 MB
+to keep within its ten minutes; the goals are checked by this module alone, at its default.
 """
 from __future__ import annotations
 
@@ -45,6 +50,8 @@ from pipeline.synthetic import write_set  # noqa: E402
 
 MB = 1e6
 DEFAULT_MB = 500.0
+#: The smallest set the goals apply to (see the module docstring).
+GOAL_MB = 500.0
 QUICK_MB = 6.0
 FILES = 20
 QUICK_FILES = 4
@@ -153,6 +160,7 @@ def run(quick: bool = False, mb: float | None = None, files: int | None = None) 
         # pcap bytes run about 1.4x the TCP payload (per-segment headers): aim at file bytes.
         paths = write_set(full, int(mb * MB / 1.4), files)
         size = sum(os.path.getsize(p) for p in paths)
+        goals = size / MB >= GOAL_MB * 0.98           # the generated set lands within ~1%
         one = analyze_once(full, "local[1]", os.path.join(tmp, "out1"))
         two = analyze_once(full, "local[2]", os.path.join(tmp, "out2"))
         out += [result("pipeline.input", round(size / MB, 1), "MB of pcap"),
@@ -160,7 +168,8 @@ def run(quick: bool = False, mb: float | None = None, files: int | None = None) 
                 result("pipeline.local1.mbps", round(size / MB / one["seconds"], 2), "MB/s"),
                 result("pipeline.local2.mbps", round(size / MB / two["seconds"], 2), "MB/s"),
                 result("pipeline.scaling", round(one["seconds"] / two["seconds"], 3), "x",
-                       round(size / MB / one["seconds"], 2), round(one["seconds"] / two["seconds"], 3), ">= 1.7")]
+                       round(size / MB / one["seconds"], 2), round(one["seconds"] / two["seconds"], 3),
+                       ">= 1.7" if goals else None)]
         seconds = tshark_seconds(paths)
         if seconds is not None:
             out.append(result("pipeline.vs_tshark", round(size / MB / two["seconds"], 2), "MB/s",
@@ -181,9 +190,10 @@ def run(quick: bool = False, mb: float | None = None, files: int | None = None) 
         half, quarter = series[2][1]["peak_total_mb"], series[1][1]["peak_total_mb"]
         full = two["peak_total_mb"]
         out += [result("pipeline.memory.growth", round(full / half, 3) if half else 0.0, "x",
-                       round(half, 1), round(full / half, 3) if half else None, "<= 1.1"),
+                       round(half, 1), round(full / half, 3) if half else None, "<= 1.1" if goals else None),
                 result("pipeline.memory.growth4x", round(full / quarter, 3) if quarter else 0.0, "x",
-                       round(quarter, 1), round(full / quarter, 3) if quarter else None, "<= 1.25"),
+                       round(quarter, 1), round(full / quarter, 3) if quarter else None,
+                       "<= 1.25" if goals else None),
                 result("pipeline.memory.worker", round(max(one["peak_worker_mb"], two["peak_worker_mb"]), 1),
                        "MB peak"),
                 result("pipeline.memory.jvm", round(two["peak_jvm_mb"], 1), "MB peak")]

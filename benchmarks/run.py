@@ -4,9 +4,10 @@ Writes ``{"machine": {...}, "results": [{"name", "value", "unit", "peer", "ratio
 "met"}, ...]}`` and prints the same figures as a Markdown table (for the README). ``peer`` is
 what a result is compared with (the whole-buffer figure, the 1x time, the codec's frames/s),
 ``ratio`` the comparison, ``goal`` the target for that ratio, ``met`` whether it is reached.
-A full run takes about four minutes (half of it the atheris targets, a few seconds each:
-benchmarks/bench_fuzz.py); ``--quick`` (smaller inputs, 3 repetitions, two fuzz targets) a few
-seconds, for smoke tests. Timings are figures to read, not assertions.
+A full run takes about seven minutes on two cores (a third of it the atheris targets, five
+seconds each, two at a time: benchmarks/bench_fuzz.py; a fifth the pipeline's six Spark jobs);
+``--quick`` (smaller inputs, 3 repetitions, two fuzz targets, BlipMQ's suite alone, no
+pipeline) about half a minute, for smoke tests. Timings are figures to read, not assertions.
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from benchmarks import (bench_blipmq_decode, bench_brokers, bench_fuzz, bench_pi
                         bench_rmqs_decode, bench_signalr_decode, bench_suite, bench_vibemq_decode)
 
 #: MB of pcap the full run's pipeline figures use (benchmarks/bench_pipeline.py alone defaults
-#: to 500 MB, about four minutes; this keeps ``make bench`` within its ten). --quick leaves
+#: to 500 MB, about nine minutes, where its goals apply; this keeps ``make bench`` within its
+#: ten). --quick leaves
 #: the pipeline out: three Spark start-ups are more than a smoke run's budget
 #: (tests/test_bench_pipeline.py runs it small).
 PIPELINE_MB = 150.0
