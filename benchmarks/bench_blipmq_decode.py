@@ -78,13 +78,15 @@ def best_time(fn: Callable[[], int], reps: int, expect: int) -> float:
     return best_times([(fn, expect)], reps)[0]
 
 
-def feed_whole(data: bytes) -> Callable[[], int]:
-    return lambda: len(codec.Decoder().feed(data))
+def feed_whole(data: bytes, make: Callable = codec.Decoder) -> Callable[[], int]:
+    """Decode ``data`` in one ``feed`` of a fresh ``make()`` decoder (BlipMQ's by default)."""
+    return lambda: len(make().feed(data))
 
 
-def feed_chunks(chunks: list[bytes]) -> Callable[[], int]:
+def feed_chunks(chunks: list[bytes], make: Callable = codec.Decoder) -> Callable[[], int]:
+    """Decode ``chunks``, one ``feed`` each, with a fresh ``make()`` decoder."""
     def run() -> int:
-        feed = codec.Decoder().feed
+        feed = make().feed
         n = 0
         for chunk in chunks:
             n += len(feed(chunk))

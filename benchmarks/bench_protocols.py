@@ -35,7 +35,8 @@ from reference_impl.rabbitmq_stream import codec as rmqs
 from reference_impl.signalr import codec as signalr
 from reference_impl.vibemq import codec as vibemq
 
-from benchmarks import bench_rmqs_decode, bench_signalr_decode, bench_vibemq_decode
+from benchmarks import (bench_blipmq_decode, bench_rmqs_decode, bench_signalr_decode,
+                        bench_vibemq_decode)
 from benchmarks.bench_blipmq_decode import (MB, best_time, best_times, measure, one_byte_chunks,
                                             random_chunks, result)
 
@@ -114,17 +115,11 @@ def frames(proto: Protocol, kind: str, count: int) -> list[bytes]:
 
 
 def feed_whole(proto: Protocol, data: bytes) -> Callable[[], int]:
-    return lambda: len(proto.decoder().feed(data))
+    return bench_blipmq_decode.feed_whole(data, proto.decoder)
 
 
 def feed_chunks(proto: Protocol, chunks: list[bytes]) -> Callable[[], int]:
-    def run() -> int:
-        feed = proto.decoder().feed
-        n = 0
-        for chunk in chunks:
-            n += len(feed(chunk))
-        return n
-    return run
+    return bench_blipmq_decode.feed_chunks(chunks, proto.decoder)
 
 
 def bench_split(name: str, proto: Protocol, sz: dict) -> list[dict]:

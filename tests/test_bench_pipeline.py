@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from benchmarks import bench_pipeline
 from benchmarks.bench_pipeline import TreeMemory, run
 
 pytestmark = pytest.mark.slow
@@ -23,12 +24,17 @@ def test_tree_memory_sees_this_process():
     assert m.peak_total > 10
 
 
-def test_small_pipeline_benchmark_reports_every_figure():
+GOALS = ("pipeline.scaling", "pipeline.memory.growth", "pipeline.memory.growth4x")
+
+
+def test_small_pipeline_benchmark_reports_every_figure(monkeypatch):
+    # The goals apply from GOAL_MB of input (500 MB): lowered here, so this small set gets them.
+    monkeypatch.setattr(bench_pipeline, "GOAL_MB", 2.0)
     results = {r["name"]: r for r in run(mb=3.0, files=2)}
     assert NAMES <= set(results) <= NAMES | {"pipeline.vs_tshark"}
     assert 2.0 < results["pipeline.input"]["value"] < 4.5
     assert results["pipeline.frames"]["value"] > 10_000
-    for name in ("pipeline.scaling", "pipeline.memory.growth", "pipeline.memory.growth4x"):
+    for name in GOALS:
         assert results[name]["ratio"] > 0 and isinstance(results[name]["met"], bool)
     # The memory series: each share of the set is a larger input than the one before.
     inputs = [results[f"pipeline.memory.{s}"]["peer"] for s in ("eighth", "quarter", "half", "full")]
@@ -36,3 +42,23 @@ def test_small_pipeline_benchmark_reports_every_figure():
     assert results["pipeline.memory.full"]["peer"] == results["pipeline.input"]["value"]
     assert results["pipeline.memory.jvm"]["value"] > 50      # the JVM was found in the tree
     assert results["pipeline.memory.worker"]["value"] > 10   # and a Python worker
+
+
+def test_goals_are_left_out_below_the_goal_size(monkeypatch):
+    """A set smaller than GOAL_MB lies below the memory plateau: figures, no goals."""
+    monkeypatch.setattr(bench_pipeline, "analyze_once", _fake_analysis)
+    monkeypatch.setattr(bench_pipeline, "tshark_seconds", lambda paths: None)
+    results = {r["name"]: r for r in run(mb=1.0, files=1)}
+    for name in GOALS:
+        assert results[name]["goal"] is None and results[name]["met"] is None, results[name]
+        assert results[name]["ratio"] > 0
+    monkeypatch.setattr(bench_pipeline, "GOAL_MB", 0.5)
+    results = {r["name"]: r for r in run(mb=1.0, files=1)}
+    assert all(isinstance(results[name]["met"], bool) for name in GOALS)
+
+
+def _fake_analysis(paths_dir, master, out, conf=None):
+    """What analyze_once returns, without Spark: the input's size drives every figure."""
+    size = sum(os.path.getsize(os.path.join(paths_dir, f)) for f in os.listdir(paths_dir))
+    return {"seconds": size / 1e6, "rows": {"frames": size // 100},
+            "peak_total_mb": 500 + size / 1e6, "peak_worker_mb": 100.0, "peak_jvm_mb": 300.0}

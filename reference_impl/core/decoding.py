@@ -34,6 +34,11 @@ class IncrementalDecoder:
                 return []              # next_frame would answer None without looking
         else:
             self.receive(data)
+        return self._whole_frames()
+
+    def _whole_frames(self) -> list:
+        """Every whole frame buffered; on error, the frames before it are on the exception's
+        ``frames``."""
         out: list = []
         next_frame = self.next_frame
         try:
@@ -99,15 +104,7 @@ class InPlaceDecoder(IncrementalDecoder):
             buf += data
             if len(buf) - self._pos < self._frame_need:
                 return []              # next_frame would answer None without looking
-        out: list = []
-        next_frame = self.next_frame
-        try:
-            while (frame := next_frame()) is not None:
-                out.append(frame)
-        except FrameError as exc:
-            exc.frames = out
-            raise
-        return out
+        return self._whole_frames()
 
     def eof(self) -> None:
         """The stream ended: leftover bytes are a truncated frame."""
