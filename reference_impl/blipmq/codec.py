@@ -222,8 +222,8 @@ def _decode_utf8(data: bytes, what: str, offset: int) -> str:
                    offset + exc.start) from None
 
 
-def _exact(raw: RawFrame, size: int, name: str, base: int) -> None:
-    n = len(raw.payload)
+def _exact(p: bytes, size: int, name: str, base: int) -> None:
+    n = len(p)
     if n < size:
         raise _err(PayloadError, f"{name} payload must be {size} bytes, got {n}",
                    Category.TRUNCATED, base + n)
@@ -232,13 +232,12 @@ def _exact(raw: RawFrame, size: int, name: str, base: int) -> None:
                    Category.TRAILING_BYTES, base + size)
 
 
-def _parse_hello(raw: RawFrame, base: int) -> Hello:
-    _exact(raw, 2, "HELLO", base)
-    return Hello(raw.correlation_id, _U16.unpack(raw.payload)[0])
+def _parse_hello(cid: int, p: bytes, base: int) -> Hello:
+    _exact(p, 2, "HELLO", base)
+    return Hello(cid, _U16.unpack(p)[0])
 
 
-def _parse_auth(raw: RawFrame, base: int) -> Auth:
-    p = raw.payload
+def _parse_auth(cid: int, p: bytes, base: int) -> Auth:
     if len(p) < 2:
         raise _err(PayloadError, "AUTH payload shorter than key_len", Category.TRUNCATED, base + len(p))
     (key_len,) = _U16.unpack_from(p)
@@ -249,11 +248,10 @@ def _parse_auth(raw: RawFrame, base: int) -> Auth:
     if rest > key_len:
         raise _err(PayloadError, f"AUTH key_len {key_len} but {rest} bytes follow",
                    Category.TRAILING_BYTES, base + 2 + key_len)
-    return Auth(raw.correlation_id, _decode_utf8(p[2:], "AUTH key", base + 2))
+    return Auth(cid, _decode_utf8(p[2:], "AUTH key", base + 2))
 
 
-def _parse_publish(raw: RawFrame, base: int) -> Publish:
-    p = raw.payload
+def _parse_publish(cid: int, p: bytes, base: int) -> Publish:
     if len(p) < 3:
         raise _err(PayloadError, "PUBLISH payload shorter than 3 bytes", Category.TRUNCATED, base + len(p))
     qos, topic_len = _PUBLISH_HEAD.unpack_from(p)
@@ -261,11 +259,10 @@ def _parse_publish(raw: RawFrame, base: int) -> Publish:
         raise _err(PayloadError, f"PUBLISH topic_len {topic_len} exceeds payload",
                    Category.TRUNCATED, base + len(p))
     topic = _decode_utf8(p[3:3 + topic_len], "PUBLISH topic", base + 3)
-    return Publish(raw.correlation_id, qos, topic, p[3 + topic_len:])
+    return Publish(cid, qos, topic, p[3 + topic_len:])
 
 
-def _parse_subscribe(raw: RawFrame, base: int) -> Subscribe:
-    p = raw.payload
+def _parse_subscribe(cid: int, p: bytes, base: int) -> Subscribe:
     if len(p) < 3:
         raise _err(PayloadError, "SUBSCRIBE payload shorter than 3 bytes", Category.TRUNCATED, base + len(p))
     (topic_len,) = _U16.unpack_from(p)
@@ -274,21 +271,20 @@ def _parse_subscribe(raw: RawFrame, base: int) -> Subscribe:
                    Category.TRUNCATED, base + len(p))
     topic = _decode_utf8(p[2:2 + topic_len], "SUBSCRIBE topic", base + 2)
     # Bytes after the qos byte are ignored, as the real codec does (SPEC_NOTES.md).
-    return Subscribe(raw.correlation_id, topic, p[2 + topic_len])
+    return Subscribe(cid, topic, p[2 + topic_len])
 
 
-def _parse_ack(raw: RawFrame, base: int) -> Ack:
-    _exact(raw, 8, "ACK", base)
-    return Ack(raw.correlation_id, _U64.unpack(raw.payload)[0])
+def _parse_ack(cid: int, p: bytes, base: int) -> Ack:
+    _exact(p, 8, "ACK", base)
+    return Ack(cid, _U64.unpack(p)[0])
 
 
-def _parse_poll(raw: RawFrame, base: int) -> Poll:
-    _exact(raw, 8, "POLL", base)
-    return Poll(raw.correlation_id, _U64.unpack(raw.payload)[0])
+def _parse_poll(cid: int, p: bytes, base: int) -> Poll:
+    _exact(p, 8, "POLL", base)
+    return Poll(cid, _U64.unpack(p)[0])
 
 
-def _parse_nack(raw: RawFrame, base: int) -> Nack:
-    p = raw.payload
+def _parse_nack(cid: int, p: bytes, base: int) -> Nack:
     if len(p) < 4:
         raise _err(PayloadError, "NACK payload shorter than 4 bytes", Category.TRUNCATED, base + len(p))
     code, msg_len = _NACK.unpack_from(p)
@@ -297,18 +293,18 @@ def _parse_nack(raw: RawFrame, base: int) -> Nack:
     if len(p) - 4 > msg_len:
         raise _err(PayloadError, f"NACK has {len(p) - 4 - msg_len} trailing bytes",
                    Category.TRAILING_BYTES, base + 4 + msg_len)
-    return Nack(raw.correlation_id, code, _decode_utf8(p[4:], "NACK message", base + 4))
+    return Nack(cid, code, _decode_utf8(p[4:], "NACK message", base + 4))
 
 
 def _parse_empty(cls):
-    def parse(raw: RawFrame, base: int):
+    def parse(cid: int, p: bytes, base: int):
         # PING/PONG payloads are empty ("PING / PONG"). The codec is strict; the session never
         # parses a PING's payload (the real server ignores it), so a PING with bytes still
         # gets its PONG, while a PONG with bytes is reported by the suite's decoder.
-        if raw.payload:
+        if p:
             raise _err(PayloadError, f"{cls.__name__.upper()} payload must be empty, got "
-                       f"{len(raw.payload)} bytes", Category.TRAILING_BYTES, base)
-        return cls(raw.correlation_id)
+                       f"{len(p)} bytes", Category.TRAILING_BYTES, base)
+        return cls(cid)
     return parse
 
 
@@ -327,7 +323,7 @@ _PARSERS = {
 
 def parse_payload(raw: RawFrame) -> Frame:
     """The typed frame of an envelope; raises :class:`FrameError` (payload categories)."""
-    return _PARSERS[raw.type](raw, raw.offset + HEADER_SIZE)
+    return _PARSERS[raw.type](raw.correlation_id, raw.payload, raw.offset + HEADER_SIZE)
 
 
 # --- stream decoding ------------------------------------------------------------------------
@@ -369,31 +365,32 @@ class Decoder(InPlaceDecoder):
             raise self._error
         data, pos = self._data, self._pos
         available = len(data) - pos
-        if available < self._frame_need:
-            return None
-        start = self._base + pos
-        if available >= HEADER_SIZE:             # common case: the header read in place
-            length, type_byte, correlation_id = _HEADER.unpack_from(data, pos)
-            if not MIN_FRAME_LENGTH <= length <= self.limits.max_frame_size or type_byte not in _TYPES:
-                self._check(length, type_byte, start)     # raises, with the reason
-        else:                                    # partial header: check what is there
+        # No test of _frame_need here: feed made it before its first call, and after a frame it
+        # is back to the header's 4 bytes, which the next test covers. A caller of next_frame
+        # alone that comes too early has the header read again: the same answer, a little later.
+        if available < HEADER_SIZE:              # partial header: check what is there
             if available < 4:
                 return None
+            start = self._base + pos
             (length,) = _LEN.unpack_from(data, pos)
             type_byte = data[pos + 4] if available > 4 else None
             self._check(length, type_byte, start)
             self._frame_need = HEADER_SIZE if type_byte is not None else 5
             return None
+        start = self._base + pos                 # the header, read in place
+        length, type_byte, correlation_id = _HEADER.unpack_from(data, pos)
+        if not MIN_FRAME_LENGTH <= length <= self.limits.max_frame_size or type_byte not in _TYPES:
+            self._check(length, type_byte, start)     # raises, with the reason
         end = pos + 4 + length
         if len(data) < end:
             self._frame_need = 4 + length
             return None
         self._frame_need = 4
         self._pos = end                          # consumed, whatever its payload turns out to be
-        raw = RawFrame(_TYPES[type_byte], correlation_id, bytes(data[pos + HEADER_SIZE:end]), start)
-        if not self.parse:
-            return raw
-        return _PARSERS[raw.type](raw, start + HEADER_SIZE)      # parse_payload, inline
+        payload = bytes(data[pos + HEADER_SIZE:end])
+        if self.parse:                           # parse_payload, inline, without the envelope
+            return _PARSERS[type_byte](correlation_id, payload, start + HEADER_SIZE)
+        return RawFrame(_TYPES[type_byte], correlation_id, payload, start)
 
     def _check(self, length: int, type_byte: int | None, start: int) -> None:
         """Length bounds from the prefix alone, then the type byte once it is there."""
