@@ -42,10 +42,9 @@ Workload per protocol (one subscriber connected and subscribed first, then one p
   messages per second per connection, Acks included (RATE_LIMITED, "Error Codes"), which would
   be the figure, and a redelivery of what is not Acked within 0.4 s ("deliveryAttempts" 2),
   which a loaded machine turns into duplicates (seen with other processes busy on both cores;
-  never with the real timing); it has no option to change either. So this module starts the
-  broker itself (``--serve vibemq``: the registry's ``make_broker``, as ``wirecheck serve``
-  calls it) with :data:`SERVE_OPTIONS`: no rate limit and the real server's ack timing (30 s,
-  retries from 2 s: ``BrokerConfig``'s defaults).
+  never with the real timing). So this module gives it :data:`SERVE_OPTIONS` (``wirecheck
+  serve --option``): no rate limit and the real server's ack timing (30 s, retries from 2 s:
+  ``BrokerConfig``'s defaults).
 - Micromessage2: extensions ``pubsub`` and ``batch-ack:max-count=100`` on both connections
   ("batch-ack": the pusher stops after 100 unacked messages; the document's default is 10),
   destination ``topic/bench`` (a TOPIC: "enqueued to all subscribers", the glossary). The
@@ -70,10 +69,10 @@ broker process is stopped (killed if it does not exit) whatever happens.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import queue
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -106,7 +105,7 @@ START_TIMEOUT = 20.0
 #: The runs: figure name (``broker.<name>.*``) -> the broker's protocol.
 PROTOCOLS = {"blipmq": "blipmq", "vibemq": "vibemq", "micromessage2": "micromessage2",
              "signalr": "signalr", "signalr.tcp": "signalr"}
-#: Broker options ``wirecheck serve`` cannot set; such a broker is started by :func:`serve`.
+#: Broker options given to ``wirecheck serve`` (``--option KEY=VALUE``, JSON values).
 #: VibeMQ: no rate limit, and the real server's ack timeout and retry delays instead of the
 #: suite's (see the module docstring).
 SERVE_OPTIONS: dict[str, dict] = {"vibemq": {"max_messages_per_second": None, "ack_timeout": 30.0,
@@ -421,17 +420,16 @@ PAYLOAD_SIZE = {"vibemq": SIZE - 2}
 # -- the broker process -----------------------------------------------------------------------
 
 class BrokerProcess:
-    """``wirecheck serve --protocol P --port 0`` (or :func:`serve` for :data:`SERVE_OPTIONS`)
-    as a child process. Its output is read by a thread for as long as it runs, so a chatty
+    """``wirecheck serve --protocol P --port 0`` (with its :data:`SERVE_OPTIONS`) as a child
+    process. Its output is read by a thread for as long as it runs, so a chatty
     broker never blocks on a full pipe; the address is taken from what it prints."""
 
     def __init__(self, protocol: str) -> None:
         self.protocol = protocol
-        if protocol in SERVE_OPTIONS:
-            self.argv = [sys.executable, "-m", "benchmarks.bench_brokers", "--serve", protocol]
-        else:
-            self.argv = [sys.executable, "-m", "conformance.cli", "serve", "--protocol", protocol,
-                         "--port", "0"]
+        self.argv = [sys.executable, "-m", "conformance.cli", "serve", "--protocol", protocol,
+                     "--port", "0"]
+        for key, value in SERVE_OPTIONS.get(protocol, {}).items():
+            self.argv += ["--option", f"{key}={json.dumps(value)}"]
         self.proc: Optional[subprocess.Popen] = None
         self.reader: Optional[threading.Thread] = None
         self.lines: queue.Queue = queue.Queue()
@@ -487,30 +485,6 @@ class BrokerProcess:
             self.reader.join(5)                 # the pipe ends with the process
 
 
-def serve(protocol: str) -> None:
-    """Child process: the protocol's reference broker as ``wirecheck serve`` builds it (the
-    registry's ``make_broker``, in memory, port 0) plus :data:`SERVE_OPTIONS`; prints its
-    address like ``wirecheck serve``, runs until SIGTERM/SIGINT."""
-    from reference_impl.core import registry
-
-    spec = registry.get(protocol)
-    broker = spec.make_broker("127.0.0.1", 0, data_dir=None, api_keys=(),
-                              **SERVE_OPTIONS.get(protocol, {}))
-
-    async def main() -> None:
-        await broker.start()
-        print(f"{protocol} reference broker listening on 127.0.0.1:{broker.port} (in memory, "
-              f"options {SERVE_OPTIONS.get(protocol, {})})", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        await broker.stop()
-
-    asyncio.run(main())
-
-
 # -- running --------------------------------------------------------------------------------------
 
 def bench(name: str, n: int, quick: bool = False) -> list[dict]:
@@ -540,9 +514,5 @@ def run(quick: bool = False) -> list[dict]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--serve":
-        serve(sys.argv[2])
-    else:
-        import json
-        for row in run(quick="--quick" in sys.argv):
-            print(json.dumps(row))
+    for row in run(quick="--quick" in sys.argv):
+        print(json.dumps(row))

@@ -72,13 +72,38 @@ def _profile_base(spec, name: str | None) -> str | None:
     return load_profile(spec, name).base
 
 
+def key_values(pairs: list[str], flag: str, example: str) -> dict[str, str]:
+    """Repeated ``FLAG KEY=VALUE`` arguments as a dict; ValueError names a malformed one."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip() or not value:
+            raise ValueError(f"{flag} {pair!r}: expected KEY=VALUE, e.g. {example}")
+        out[key.strip()] = value
+    return out
+
+
+def _option_value(text: str):
+    """A broker option's value: a JSON literal (``null``, ``30``, ``0.5``, ``true``) as that,
+    anything else as the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def cmd_serve(args) -> int:
     spec = args.protocol
     if (err := _check_profile(spec, args.profile)) is not None:
         print(f"wirecheck serve: {err}", file=sys.stderr)
         return EXIT_HARNESS
     port = spec.default_port if args.port is None else args.port
-    options = {}
+    try:
+        options = {k: _option_value(v) for k, v in
+                   key_values(args.option or [], "--option", "ack_timeout=30").items()}
+    except ValueError as exc:
+        print(f"wirecheck serve: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
     if args.fsync:
         options["fsync"] = args.fsync
     if args.profile:
@@ -106,7 +131,7 @@ def cmd_serve(args) -> int:
     try:
         broker = spec.make_broker(listen_host, listen_port, data_dir=args.data_dir,
                                   api_keys=tuple(args.api_key or ()), **options)
-    except (ValueError, OSError) as exc:
+    except (ValueError, TypeError, OSError) as exc:       # TypeError: an unknown --option
         print(f"wirecheck serve: {exc}", file=sys.stderr)
         return EXIT_HARNESS
 
@@ -382,6 +407,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--profile", default=None, help="profile the broker speaks (default: the document)")
     s.add_argument("--raw-port", type=int, default=None,
                    help="SignalR: raw TCP port beside HTTP/WebSocket on --port (default: port + 1)")
+    s.add_argument("--option", action="append", metavar="KEY=VALUE",
+                   help="a broker setting by name (its config's field, e.g. ack_timeout=30, "
+                        "max_messages_per_second=null); repeatable")
     s.add_argument("--capture", default=None, metavar="FILE.pcap",
                    help="record every connection into this pcap (synthetic TCP framing; no root needed)")
     s.set_defaults(func=cmd_serve)

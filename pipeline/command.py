@@ -48,13 +48,8 @@ def add_fuzz_arguments(s) -> None:
 
 def spark_conf(pairs: list[str]) -> dict[str, str]:
     """``--conf KEY=VALUE`` arguments as a dict; ValueError names a malformed one."""
-    conf: dict[str, str] = {}
-    for pair in pairs:
-        key, eq, value = pair.partition("=")
-        if not eq or not key.strip() or not value:
-            raise ValueError(f"--conf {pair!r}: expected KEY=VALUE, e.g. spark.driver.memory=1g")
-        conf[key.strip()] = value
-    return conf
+    from conformance.cli import key_values
+    return key_values(pairs, "--conf", "spark.driver.memory=1g")
 
 
 def run_analyze(args) -> int:

@@ -123,3 +123,33 @@ def test_unknown_profile_is_refused_by_decode_and_serve():
                 ["serve", "--protocol", "blipmq", "--profile", "nope", "--port", "0"]):
         r = wirecheck(*cmd, timeout=30)
         assert r.returncode == 2 and "unknown profile" in r.stderr
+
+
+def test_serve_option_sets_a_broker_setting():
+    """``--option max_queue=2``: the broker keeps two pending messages per subscription, the
+    oldest evicted (blipmq state.py), where the default keeps 1,024."""
+    broker = BrokerProcess("--option", "max_queue=2").start()
+    try:
+        import asyncio
+
+        from reference_impl.blipmq.client import BlipClient
+
+        async def go():
+            c = await BlipClient.connect("127.0.0.1", broker.port)
+            sub = await c.subscribe("t", qos=0)
+            for body in (b"1", b"2", b"3"):
+                await c.publish("t", body, confirm=True)
+            got = []
+            while (m := await c.poll(sub)) is not None:
+                got.append(m.message)
+            await c.close()
+            return got
+        assert asyncio.run(go()) == [b"2", b"3"]
+    finally:
+        broker.terminate()
+
+
+def test_serve_refuses_a_malformed_or_unknown_option():
+    for option, reason in (("max_queue", "expected KEY=VALUE"), ("no_such=1", "no_such")):
+        r = wirecheck("serve", "--protocol", "blipmq", "--port", "0", "--option", option, timeout=30)
+        assert r.returncode == 2 and reason in r.stderr, r.stderr
