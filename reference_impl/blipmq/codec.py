@@ -351,13 +351,6 @@ class Decoder(InPlaceDecoder):
         # then the type byte, then the body).
         self._frame_need = 4
 
-    def next_raw(self) -> RawFrame | None:
-        """The next whole envelope, None if more bytes are needed: ``next_frame`` of a decoder
-        made with ``parse=False`` (the session's)."""
-        if self.parse:
-            raise TypeError("next_raw is for a decoder made with parse=False")
-        return self.next_frame()
-
     def next_frame(self):
         """The next whole frame (an envelope with ``parse=False``), None if more bytes are
         needed. One call per frame: the header read in place, the payload parsed inline."""

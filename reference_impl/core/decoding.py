@@ -70,6 +70,8 @@ class InPlaceDecoder(IncrementalDecoder):
 
     _error = None
     _frame_need = 1
+    #: False: ``next_frame`` yields envelopes, their payloads unparsed (a decoder that has both).
+    parse = True
 
     def _init_buffer(self) -> None:
         self._data = bytearray()
@@ -105,6 +107,13 @@ class InPlaceDecoder(IncrementalDecoder):
             if len(buf) - self._pos < self._frame_need:
                 return []              # next_frame would answer None without looking
         return self._whole_frames()
+
+    def next_raw(self):
+        """The next whole envelope, None if more bytes are needed: ``next_frame`` of a decoder
+        made with ``parse=False`` (a session's, which parses each envelope itself)."""
+        if self.parse:
+            raise TypeError("next_raw is for a decoder made with parse=False")
+        return self.next_frame()
 
     def eof(self) -> None:
         """The stream ended: leftover bytes are a truncated frame."""

@@ -1100,13 +1100,6 @@ class Decoder(InPlaceDecoder):
     def broken(self) -> bool:
         return self._error is not None
 
-    def next_raw(self) -> RawFrame | None:
-        """The next whole envelope, None if more bytes are needed: ``next_frame`` of a decoder
-        made with ``parse=False`` (the session's)."""
-        if self.parse:
-            raise TypeError("next_raw is for a decoder made with parse=False")
-        return self.next_frame()
-
     def next_frame(self):
         """The next whole frame (an envelope with ``parse=False``), None if more bytes are
         needed: the header read in place, one copy of the body."""
