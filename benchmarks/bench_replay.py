@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 from conformance.capture import CaptureFile, CaptureProxy
@@ -27,6 +26,7 @@ from reference_impl.core import registry
 from reference_impl.core.server import ThreadedServer
 
 from benchmarks.bench_blipmq_decode import result
+from soak.common import HighWater
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOAL_RSS_MB = 300.0
@@ -99,35 +99,6 @@ def replay_child(path: str, relay_port: int) -> tuple[float, float, str]:
     if summary["equivalent"] != summary["connections"] or summary["frames_compared"] < 3:
         raise RuntimeError(f"the replay did not compare the capture: {summary}")
     return elapsed, peak.mb if peak.mb else usage.ru_maxrss / 1024.0, stderr
-
-
-class HighWater:
-    """The largest ``VmHWM`` of process ``pid`` (``/proc/<pid>/status``), polled every few ms
-    until :meth:`stop` (0 where there is no /proc). The mark only grows, so the last reading
-    before the process exits is its peak, up to what it allocated in its last interval."""
-
-    def __init__(self, pid: int, interval: float = 0.005) -> None:
-        self.mb = 0.0
-        self._path = f"/proc/{pid}/status"
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._poll, args=(interval,), daemon=True)
-        self._thread.start()
-
-    def _poll(self, interval: float) -> None:
-        while not self._done.is_set():
-            try:
-                with open(self._path, encoding="ascii") as fh:
-                    for line in fh:
-                        if line.startswith("VmHWM:"):
-                            self.mb = max(self.mb, int(line.split()[1]) / 1024.0)
-                            break
-            except (OSError, ValueError):
-                return                             # the process is gone, or no /proc
-            self._done.wait(interval)
-
-    def stop(self) -> None:
-        self._done.set()
-        self._thread.join()
 
 
 def run(quick: bool = False) -> list[dict]:

@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -29,11 +30,19 @@ class BrokerProcess:
             m = re.search(r"listening on [\d.]+:(\d+)", line)
             if m:
                 self.port = int(m.group(1))
+                # Keep reading: a broker that prints much would otherwise block on a full pipe.
+                self.output: list[str] = []
+                threading.Thread(target=self._drain, daemon=True).start()
                 return self
             if not line and self.proc.poll() is not None:
                 break
         self.kill()
         raise RuntimeError(f"broker did not start: {line!r}")
+
+    def _drain(self) -> None:
+        for line in self.proc.stdout:
+            if len(self.output) < 1000:            # the first lines are the useful ones
+                self.output.append(line)
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:
