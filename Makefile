@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: captures install real-peers signalr-clients browser tshark java spark allure-cli report-allure run demo test bench fuzz fuzz-smoke lint clean
+.PHONY: captures install real-peers signalr-clients browser tshark java spark allure-cli report-allure run demo test bench soak fuzz fuzz-smoke lint clean
 
 install: $(STAMP)
 
@@ -83,6 +83,11 @@ test: install real-peers signalr-clients browser allure-cli tshark spark
 
 bench: install real-peers
 	$(PY) benchmarks/run.py --out reports/bench.json
+
+# The full hardening runs (hostile targets, hostile clients, kill -9 durability, load): JSON
+# in reports/soak.json and reports/soak/; `make test` runs their quick versions.
+soak: install real-peers
+	$(PY) -m soak.run --out reports/soak.json
 
 # Record the capture corpus again (captures/<protocol>/*.pcap.gz and MANIFEST.json); real
 # SignalR clients need `make signalr-clients`.

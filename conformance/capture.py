@@ -120,6 +120,9 @@ class _Relay:
         self.early_eof = False
         self.eof_seen: set[str] = set()
         self.finished = False
+        #: what the server's bytes go through on their way to the client (a scenario of
+        #: conformance/clientcheck.py), or None: passed on as they come
+        self.shaper = proxy.make_shaper(self) if proxy.make_shaper is not None else None
 
     def _sender(self, direction: str) -> _Half | None:
         return self.client if direction == "c2s" else self.upstream
@@ -156,6 +159,15 @@ class _Relay:
             tr.resume_reading()
 
     def forward(self, direction: str, data: bytes) -> None:
+        if direction == "s2c" and self.shaper is not None:
+            self.shaper.data(data)                # it calls deliver() as its scenario says
+        else:
+            self.deliver(direction, data)
+
+    def deliver(self, direction: str, data: bytes) -> None:
+        """Record ``data`` and pass it on (``forward`` without the shaper)."""
+        if self.proxy.tap is not None:
+            self.proxy.tap(self, direction, data)
         if self.recorder is not None:
             self.recorder.data(direction, data)
         receiver = self._receiver(direction)
@@ -165,7 +177,15 @@ class _Relay:
             receiver.transport.write(data)
 
     def eof(self, direction: str) -> None:
+        if direction == "s2c" and self.shaper is not None:
+            self.shaper.eof()                     # after the bytes it still holds
+        else:
+            self.deliver_eof(direction)
+
+    def deliver_eof(self, direction: str) -> None:
         self.eof_seen.add(direction)
+        if self.proxy.tap is not None:
+            self.proxy.tap(self, direction, None)
         if self.recorder is not None:
             self.recorder.fin(direction)
         receiver = self._receiver(direction)
@@ -193,6 +213,8 @@ class _Relay:
         if self.finished:
             return
         self.finished = True
+        if self.proxy.tap is not None:
+            self.proxy.tap(self, direction, exc if exc is not None else False)
         if self.recorder is not None and not (exc is None and direction in self.eof_seen):
             self.recorder.rst(direction)
         other = self._receiver(direction)
@@ -209,6 +231,12 @@ class _Relay:
                 half.transport.close()
         self.proxy.relays.discard(self)
 
+    def server_close(self) -> None:
+        """End the connection from the server's side, as a server may at any time: a FIN to
+        the client (recorded as the server's). The client's side stays open until the client
+        closes it (the relay then closes both), so a client that never notices shows as such."""
+        self.deliver_eof("s2c")
+
     def abort(self) -> None:
         self.finished = True
         for half in (self.client, self.upstream):
@@ -222,8 +250,14 @@ class CaptureProxy:
 
     def __init__(self, capture: CaptureFile, upstream: tuple[str, int], host: str = "127.0.0.1",
                  port: int = 0, connect_timeout: float = 5.0,
-                 record_as: tuple[str, int] | None = None) -> None:
+                 record_as: tuple[str, int] | None = None, make_shaper=None, tap=None) -> None:
         self.capture = capture
+        #: ``make_shaper(relay)``: an object with ``data(bytes)`` and ``eof()`` that the
+        #: server's bytes go through (it calls ``relay.deliver``/``relay.deliver_eof``)
+        self.make_shaper = make_shaper
+        #: ``tap(relay, direction, data)``: called with every byte delivered, ``None`` at a
+        #: half-close, and the exception (or False) when a side went away
+        self.tap = tap
         #: the server address written into the capture, when not the listening one (the
         #: corpus is recorded on free ports but shows the protocol's own, so that decode and
         #: replay find it without --port)
@@ -268,10 +302,10 @@ class CaptureProxy:
 
 async def relay_broker(capture: CaptureFile, broker, host: str = "127.0.0.1",
                        ports: tuple[int, ...] = (0, 0),
-                       record_as: tuple[int, ...] | None = None) -> list[CaptureProxy]:
+                       record_as: tuple[int, ...] | None = None, **hooks) -> list[CaptureProxy]:
     """Started relays in front of a running broker: its port, and its raw TCP port if it has
     one (SignalR), on ``host:ports[i]`` (0: a free port), written into the capture as
-    ``record_as[i]`` when given. A broker that tells clients where to connect (RabbitMQ
+    ``record_as[i]`` when given; ``hooks``: CaptureProxy's ``make_shaper`` and ``tap``. A broker that tells clients where to connect (RabbitMQ
     Stream's ``advertise``) is told the first relay, so that clients come back through it."""
     upstreams = [broker.port]
     if getattr(broker, "raw_port", None) is not None:
@@ -281,7 +315,7 @@ async def relay_broker(capture: CaptureFile, broker, host: str = "127.0.0.1",
         for i, upstream in enumerate(upstreams):
             shown = (host, record_as[i]) if record_as else None
             relays.append(await CaptureProxy(capture, (broker.host, upstream), host, ports[i],
-                                             record_as=shown).start())
+                                             record_as=shown, **hooks).start())
     except OSError:
         for relay in relays:
             await relay.stop()

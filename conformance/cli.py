@@ -92,6 +92,48 @@ def _option_value(text: str):
         return text
 
 
+#: Protocols with authentication, and the well-known credentials their reference broker accepts
+#: when none are given: fine on loopback (as RabbitMQ's guest user), refused on any other
+#: address (README, "Security defaults").
+DEFAULT_CREDENTIALS = {
+    "blipmq": "API key 'dev-key'",
+    "vibemq": "password 'vibemq'",
+    "rabbitmq-stream": "user 'guest' / password 'guest'",
+}
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` only accepts connections from this machine ("" and 0.0.0.0 / ::
+    listen on every interface; a name other than localhost may resolve anywhere)."""
+    import ipaddress
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _serve_security(spec, args, options: dict) -> str | None:
+    """Warnings for a listener reachable from other machines; an error (returned) when it
+    would accept well-known default credentials or anonymous clients there."""
+    if is_loopback(args.host):
+        return None
+    print(f"wirecheck serve: warning: listening on {args.host or 'every interface'}, reachable "
+          "from other machines; the reference broker is a test peer, not a production server",
+          file=sys.stderr)
+    if spec.id in DEFAULT_CREDENTIALS:
+        if not args.api_key:
+            return (f"the default credentials ({DEFAULT_CREDENTIALS[spec.id]}) are accepted on "
+                    "loopback only: give --api-key to listen on another address")
+        if options.get("require_auth") is False:
+            return "require_auth=false is allowed on loopback only"
+    else:
+        print(f"wirecheck serve: warning: {spec.id} has no authentication: anyone who reaches "
+              f"{args.host} can use this broker", file=sys.stderr)
+    return None
+
+
 def cmd_serve(args) -> int:
     spec = args.protocol
     if (err := _check_profile(spec, args.profile)) is not None:
@@ -104,6 +146,12 @@ def cmd_serve(args) -> int:
     except ValueError as exc:
         print(f"wirecheck serve: {exc}", file=sys.stderr)
         return EXIT_HARNESS
+    if (err := _serve_security(spec, args, options)) is not None:
+        print(f"wirecheck serve: {err}", file=sys.stderr)
+        return EXIT_HARNESS
+    # One descriptor per connection: the brokers allow thousands (max_connections).
+    from reference_impl.core.server import raise_open_file_limit
+    raise_open_file_limit()
     if args.fsync:
         options["fsync"] = args.fsync
     if args.profile:
@@ -114,6 +162,11 @@ def cmd_serve(args) -> int:
             print(f"wirecheck serve: --raw-port does not apply to {spec.id}", file=sys.stderr)
             return EXIT_HARNESS
         options["raw_port"] = args.raw_port
+    if args.check_clients:
+        return _serve_checking_clients(spec, args, port, options)
+    if args.scenario is not None or args.duration is not None or args.report is not None:
+        print("wirecheck serve: --scenario, --duration and --report go with --check-clients", file=sys.stderr)
+        return EXIT_HARNESS
     capture = None
     listen_host, listen_port = args.host, port
     if args.capture:
@@ -150,6 +203,9 @@ def cmd_serve(args) -> int:
         print(f"{spec.id} reference broker listening on {args.host}:{public_port}"
               + (f" (data dir {args.data_dir})" if args.data_dir else " (in memory)")
               + (f", recording to {args.capture}" if capture is not None else ""), flush=True)
+        if spec.id in DEFAULT_CREDENTIALS and not args.api_key:
+            print(f"{spec.id} accepts the default credentials ({DEFAULT_CREDENTIALS[spec.id]}); "
+                  "--api-key replaces them", flush=True)
         if getattr(broker, "raw_port", None) is not None:       # a second transport (SignalR)
             raw_port = relays[1].port if len(relays) > 1 else broker.raw_port
             path = getattr(broker, "hub_path", "")
@@ -171,6 +227,32 @@ def cmd_serve(args) -> int:
             capture.close()
             print(f"{capture.connections} connection(s) recorded in {args.capture}", flush=True)
     return EXIT_OK
+
+
+def _serve_checking_clients(spec, args, port: int, options: dict) -> int:
+    """``serve --check-clients``: the broker on a private loopback port, checking relays on the
+    public ones (conformance/clientcheck.py)."""
+    from conformance.client_scenarios import SCENARIOS
+    from conformance.clientcheck import serve as serve_checked
+    args.scenario = args.scenario or "none"
+    if args.scenario not in SCENARIOS:
+        print(f"wirecheck serve: unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}",
+              file=sys.stderr)
+        return EXIT_HARNESS
+    if args.duration is not None and args.duration <= 0:
+        print("wirecheck serve: --duration must be > 0", file=sys.stderr)
+        return EXIT_HARNESS
+    if spec.extra_ports:
+        options["raw_port"] = 0
+    try:
+        broker = spec.make_broker("127.0.0.1", 0, data_dir=args.data_dir,
+                                  api_keys=tuple(args.api_key or ()), **options)
+    except (ValueError, TypeError, OSError) as exc:
+        print(f"wirecheck serve: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
+    if spec.extra_ports:
+        args.raw_port = args.raw_port if args.raw_port is not None else (port + 1 if port else 0)
+    return serve_checked(spec, broker, args, port)
 
 
 def cmd_record(args) -> int:
@@ -395,13 +477,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="run a reference broker")
     s.add_argument("--protocol", type=_protocol, required=True)
-    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address of every listener (default loopback; another address warns, "
+                        "and needs --api-key where the protocol has authentication)")
     s.add_argument("--port", type=int, default=None, help="default: the protocol's port")
     s.add_argument("--data-dir", default=None,
                    help="persist here (BlipMQ: WAL; RabbitMQ Stream: segment files); default in memory")
     s.add_argument("--api-key", action="append",
-                   help="credential (repeatable): BlipMQ API key (default dev-key); RabbitMQ Stream "
-                        "user:password (default guest:guest)")
+                   help="credential (repeatable): BlipMQ API key (default dev-key); VibeMQ password "
+                        "or user:password (default vibemq); RabbitMQ Stream user:password (default "
+                        "guest:guest). The defaults are accepted on loopback only")
     s.add_argument("--fsync", default=None,
                    help="fsync policy of the WAL / stream segments: always, none, every_n:N, interval_ms:MS")
     s.add_argument("--profile", default=None, help="profile the broker speaks (default: the document)")
@@ -410,6 +495,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="a broker setting by name (its config's field, e.g. ack_timeout=30, "
                         "max_messages_per_second=null); repeatable")
+    s.add_argument("--check-clients", action="store_true",
+                   help="judge every client that connects with the protocol's rules; at the end "
+                        "(SIGINT/SIGTERM or --duration) print and --report them; exit 1 when a client "
+                        "broke a MUST")
+    s.add_argument("--scenario", default=None,
+                   help="with --check-clients: what the server's bytes go through on the way to the "
+                        "client: none, split, coalesce, delay, close (default none)")
+    s.add_argument("--duration", type=float, default=None, metavar="S",
+                   help="with --check-clients: stop after S seconds")
+    s.add_argument("--report", default=None, metavar="FILE",
+                   help="with --check-clients: the result file (.json), HTML report (.html) or directory")
+    s.add_argument("--label", default=None, help="with --check-clients: the clients' name in the report")
     s.add_argument("--capture", default=None, metavar="FILE.pcap",
                    help="record every connection into this pcap (synthetic TCP framing; no root needed)")
     s.set_defaults(func=cmd_serve)

@@ -6,7 +6,8 @@ capture analyses (``wirecheck analyze CAPTURES --out DIR``, pipeline/spark_job.p
 :class:`Analysis` per ``DIR/summary.json``.
 
 One loading path, :func:`load`, reads any of them and dispatches on the document's ``"kind"``
-(:data:`KINDS`): none (a suite run) or ``"replay"`` is a result file, ``"fuzz-campaign"`` a
+(:data:`KINDS`): none (a suite run), ``"replay"`` or ``"client-check"`` (``wirecheck serve
+--check-clients``) is a result file, ``"fuzz-campaign"`` a
 campaign summary, ``"capture-analysis"`` an analysis summary; anything else is refused with a
 :class:`ReportError` saying what it is not.
 
@@ -265,7 +266,8 @@ def _as_campaign(path: str, doc: dict) -> Campaign:
 
 
 #: A document's ``"kind"`` -> how it is read. Suite result files have no kind.
-KINDS = {None: _as_run, "replay": _as_run, CAMPAIGN: _as_campaign, ANALYSIS: _as_analysis}
+KINDS = {None: _as_run, "replay": _as_run, "client-check": _as_run, CAMPAIGN: _as_campaign,
+         ANALYSIS: _as_analysis}
 #: Kinds the kit writes that are not report inputs, and what to give the report instead.
 _NOT_INPUTS = {"fuzz-analysis": "an analyze-fuzz summary, which the report does not read (give it the "
                                 "campaign summaries themselves)"}

@@ -11,6 +11,8 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from ..core.limits import (DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+                           DEFAULT_MAX_HANDSHAKE_BYTES, DEFAULT_MAX_WRITE_BUFFER, ConnectionLimits)
 from ..core.server import SessionBroker, SessionServer
 from .codec import BlipConfig
 from .session import DEFAULT_API_KEY, BlipSession, SessionConfig
@@ -21,6 +23,9 @@ log = logging.getLogger("wirecheck.blipmq")
 
 DEFAULT_PORT = 5555   # the real daemon's default (SPEC_NOTES.md)
 WAL_NAME = "blipmq.wal"
+#: Seconds without a byte from an authenticated client before it is closed. PING is the
+#: document's keep-alive ("PING / PONG"); it names no interval, so this is generous.
+DEFAULT_IDLE_TIMEOUT = 300.0
 
 
 @dataclass
@@ -31,7 +36,16 @@ class BrokerConfig:
     retry_backoff: float = 0.1
     max_retries: int = 3
     max_queue: int = 1024
+    #: Subscriptions outlive their connection (POLL names them by id), so they are bounded
+    #: broker-wide; past it SUBSCRIBE gets NACK 400.
+    max_subscriptions: int = 10_000
     limits: BlipConfig = field(default_factory=BlipConfig)
+    # Hostile clients (core.limits.ConnectionLimits; wirecheck serve --option KEY=VALUE).
+    max_connections: int | None = DEFAULT_MAX_CONNECTIONS
+    handshake_timeout: float | None = DEFAULT_HANDSHAKE_TIMEOUT
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
+    max_handshake_bytes: int | None = DEFAULT_MAX_HANDSHAKE_BYTES
+    max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER
 
 
 class BlipBroker(SessionBroker):
@@ -44,14 +58,15 @@ class BlipBroker(SessionBroker):
             FsyncPolicy.parse(cfg.fsync)   # fail early on a bad policy
             self.wal = WriteAheadLog(os.path.join(cfg.data_dir, WAL_NAME), cfg.fsync, clock)
         self.state = BrokerState(self.wal, retry_backoff=cfg.retry_backoff,
-                                 max_retries=cfg.max_retries, max_queue=cfg.max_queue)
+                                 max_retries=cfg.max_retries, max_queue=cfg.max_queue,
+                                 max_subscriptions=cfg.max_subscriptions)
         self.recovery: dict = {}
         if self.wal is not None:
             self.recovery = self.wal.recover(self.state)
             log.info("recovered %s", self.recovery)
         session_config = SessionConfig(frozenset(cfg.api_keys), cfg.limits)
         self.server = SessionServer(lambda: BlipSession(self.state, session_config),
-                                    host, port, clock)
+                                    host, port, clock, limits=ConnectionLimits.from_config(cfg))
 
     def close_storage(self) -> None:
         if self.wal is not None:

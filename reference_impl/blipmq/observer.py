@@ -215,6 +215,28 @@ class BlipObserver(Observer):
 
     framing_requirements = {str(k): v for k, v in FRAMING.items()}
 
+    #: What this observer judges on the client's frames, by frame type (conformance/
+    #: clientcheck.py, ``exercised_requirements``; the :data:`FRAMING` rules come from
+    #: ``framing_requirements``). Derived from the C2S checks of this module: the payload rule
+    #: :meth:`malformed` reports for a frame of that type that does not decode
+    #: (:data:`PAYLOAD_RULES`; its fallback BLIP-FRAME-001 for any frame), and every
+    #: ``violate(..., C2S, ...)`` of :meth:`_client` (AUTH's order, anything but HELLO/AUTH
+    #: before HELLO+AUTH, empty topics and QoS, subscription id 0). A rule is listed under a
+    #: type when a frame of that type may break it, not when every such frame does (AUTH-001
+    #: only before HELLO, AUTH-002 only after AUTH).
+    client_rules = {
+        "*": ("BLIP-FRAME-001",),
+        "HELLO": ("BLIP-HELLO-004",),
+        "AUTH": ("BLIP-AUTH-003", "BLIP-AUTH-001", "BLIP-AUTH-002"),
+        "PUBLISH": ("BLIP-PUB-001", "BLIP-CLIENT-006", "BLIP-PUB-002", "BLIP-PUB-003"),
+        "SUBSCRIBE": ("BLIP-SUB-001", "BLIP-CLIENT-006", "BLIP-SUB-002", "BLIP-SUB-003"),
+        "ACK": ("BLIP-ACK-001", "BLIP-CLIENT-006", "BLIP-ACK-002"),
+        "NACK": ("BLIP-NACK-001", "BLIP-CLIENT-006"),
+        "PING": ("BLIP-PING-001", "BLIP-CLIENT-006"),
+        "PONG": ("BLIP-PING-001", "BLIP-CLIENT-006"),
+        "POLL": ("BLIP-POLL-001", "BLIP-CLIENT-006", "BLIP-POLL-002"),
+    }
+
     def __init__(self, profile: Optional[str] = None) -> None:
         super().__init__(profile)
         self.phase = Phase.AWAIT_HELLO

@@ -15,7 +15,7 @@ from enum import Enum
 from ..core.errors import FrameError
 from . import codec
 from .codec import Ack, FrameType, Nack, Pong, Publish, RawFrame
-from .state import BrokerState, JournalError
+from .state import BrokerState, JournalError, LimitError
 
 DEFAULT_API_KEY = "dev-key"      # the document's AUTH sample; documented for local use
 
@@ -66,6 +66,11 @@ class BlipSession:
     @property
     def closed(self) -> bool:
         return self.phase is Phase.CLOSED
+
+    @property
+    def established(self) -> bool:
+        """HELLO and AUTH done (the glue's handshake timeout and byte budget stop here)."""
+        return self.phase is Phase.READY
 
     def receive(self, data: bytes, now: float) -> list[bytes]:
         """Feed bytes from the client; returns the bytes to send back, in order. After a
@@ -157,7 +162,11 @@ class BlipSession:
         frame = self._parse_topic_qos(raw)
         if frame is None:
             return
-        self._send(Ack(raw.correlation_id, self.state.subscribe(frame.topic, frame.qos)))
+        try:
+            sub_id = self.state.subscribe(frame.topic, frame.qos)
+        except LimitError as exc:        # the document has no code for it: a client error
+            return self._nack(raw, 400, str(exc))
+        self._send(Ack(raw.correlation_id, sub_id))
 
     def _on_ack(self, raw: RawFrame) -> None:
         frame = self._parse(raw)

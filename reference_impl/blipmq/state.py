@@ -11,7 +11,9 @@ Semantics (blipmq-protocol.md "PUBLISH", "POLL", "ACK"; SPEC_NOTES.md BlipMQ):
 - the effective QoS of a delivery is 1 only if both subscription and message are QoS1;
 - an unacked QoS1 delivery is queued again after ``retry_backoff * 2**(deliveries-1)`` and
   dropped after ``max_retries`` deliveries;
-- each queue holds at most ``max_queue`` pending messages; the oldest pending is evicted.
+- each queue holds at most ``max_queue`` pending messages; the oldest pending is evicted;
+- at most ``max_subscriptions`` subscriptions exist broker-wide (they outlive connections);
+  past it subscribe raises :class:`LimitError`.
 """
 from __future__ import annotations
 
@@ -22,6 +24,10 @@ from typing import Protocol
 
 class JournalError(Exception):
     """The durable log could not record a publish (answered with NACK 500)."""
+
+
+class LimitError(Exception):
+    """A broker-wide bound was reached (answered with NACK 400)."""
 
 
 class Journal(Protocol):
@@ -62,8 +68,10 @@ class Delivery:
 
 class BrokerState:
     def __init__(self, journal: Journal | None = None, *, retry_backoff: float = 0.1,
-                 max_retries: int = 3, max_queue: int = 1024) -> None:
+                 max_retries: int = 3, max_queue: int = 1024,
+                 max_subscriptions: int = 10_000) -> None:
         self.journal = journal
+        self.max_subscriptions = max_subscriptions
         self.retry_backoff = retry_backoff
         self.max_retries = max_retries
         self.max_queue = max_queue
@@ -74,6 +82,8 @@ class BrokerState:
     # -- commands ----------------------------------------------------------------------------
 
     def subscribe(self, topic: str, qos: int) -> int:
+        if len(self.subscriptions) >= self.max_subscriptions:
+            raise LimitError(f"subscription limit reached ({self.max_subscriptions})")
         sub = Subscription(self.next_subscription_id, topic, qos)
         self.next_subscription_id += 1
         if self.journal is not None:

@@ -105,6 +105,28 @@ class _Pusher:
 class MM2Observer(Observer):
     framing_requirements = {str(k): v for k, v in FRAMING.items()}
 
+    #: What this observer judges on the client's frames, by type (``codec.frame_to_dict``'s
+    #: "type"; conformance/clientcheck.py, ``exercised_requirements``; the :data:`FRAMING`
+    #: rules come from ``framing_requirements``). Derived from the C2S checks of this module:
+    #: the rules :meth:`_framing_requirement` gives a frame of that type that does not decode
+    #: (a handshake: :data:`HANDSHAKE_FRAMING_BY_TEXT`, :data:`HANDSHAKE_FRAMING`; the ERROR
+    #: text, a command, a message's CONTINUED pieces and properties: :data:`FRAMING_BY_TEXT`),
+    #: and the ``violate`` calls that can name the client: the final handshake before the reply
+    #: or without the required extensions (:meth:`_handshake`), sequence numbers, the json
+    #: payload and the ack window (:meth:`_message`), extension ids and the ack's layout
+    #: (:meth:`_extension`), and a client that refused the reply with an ERROR and still sends
+    #: (MM2-HS-010: :meth:`_error` sets it, :meth:`frame` reports it). A rule is listed under a
+    #: type when a frame of that type may break it, not when every such frame does (the window
+    #: and json rules need the extension agreed, MM2-MSG-003 a wrap).
+    client_rules = {
+        "Handshake": ("MM2-HS-001", "MM2-HS-008", "MM2-HS-013"),
+        "Message": ("MM2-MSG-002", "MM2-MSG-003", "MM2-JSON-001", "MM2-ACK-002", "MM2-ACK-003",
+                    "MM2-ACK-004", "MM2-FRAME-004", "MM2-MSG-004"),
+        "Extension": ("MM2-HS-011", "MM2-ACK-007"),
+        "Command": ("MM2-CMD-001",),
+        "Error": ("MM2-ERR-001", "MM2-HS-010"),
+    }
+
     def __init__(self, profile: Optional[str] = None) -> None:
         super().__init__(profile)
         self.real = profile == "sharpmessaging"

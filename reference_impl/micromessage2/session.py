@@ -94,6 +94,12 @@ class MM2Session:
     def closed(self) -> bool:
         return self.phase is Phase.CLOSED
 
+    @property
+    def established(self) -> bool:
+        """The 3-step handshake is complete (the glue's handshake timeout and byte budget
+        stop here)."""
+        return self.phase is Phase.OPEN
+
     def attach(self, push, close) -> None:
         self._push, self._close = push, close
 

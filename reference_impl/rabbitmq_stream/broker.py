@@ -3,6 +3,11 @@
 Streams live in a :class:`~.store.StreamStore`: segment files of Osiris chunks under
 ``DATA_DIR/streams/`` when a data directory is given (recovered at start-up; a confirm is sent
 only after the chunk is written and synced per the fsync policy), in memory otherwise.
+
+Hostile clients: the session closes a connection that has not sent Open within
+``handshake_timeout`` (RabbitMQ: 10 s) and, once open, one silent for three heartbeat periods;
+the glue (:class:`~reference_impl.core.limits.ConnectionLimits`) adds ``max_connections``,
+``max_handshake_bytes`` and ``max_write_buffer``.
 """
 from __future__ import annotations
 
@@ -11,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 
 from ..core.durability import FsyncPolicy
+from ..core.limits import (DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HANDSHAKE_BYTES,
+                           DEFAULT_MAX_WRITE_BUFFER, ConnectionLimits)
 from ..core.server import SessionBroker, SessionServer
 from .codec import StreamConfig
 from .constants import DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT
@@ -35,6 +42,9 @@ class BrokerConfig:
     handshake_timeout: float = 10.0
     advertised_host: str | None = None
     advertised_port: int | None = None
+    max_connections: int | None = DEFAULT_MAX_CONNECTIONS
+    max_handshake_bytes: int | None = DEFAULT_MAX_HANDSHAKE_BYTES
+    max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER
 
 
 class StreamBroker(SessionBroker):
@@ -50,8 +60,10 @@ class StreamBroker(SessionBroker):
         self.session_config = SessionConfig(frame_max=cfg.frame_max, heartbeat=cfg.heartbeat,
                                             profile=cfg.profile, limits=limits,
                                             handshake_timeout=cfg.handshake_timeout)
+        # The session runs the handshake timeout itself (tick), so the glue's is off.
+        limits = ConnectionLimits.from_config(cfg, handshake_timeout=None)
         self.server = SessionServer(lambda: StreamSession(self.state, self.session_config),
-                                    host, port, clock, tick_interval=TICK_INTERVAL)
+                                    host, port, clock, tick_interval=TICK_INTERVAL, limits=limits)
 
     def started(self) -> None:
         self.state.advertised_port = self.config.advertised_port or self.server.port

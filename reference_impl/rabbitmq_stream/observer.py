@@ -188,7 +188,69 @@ class _Pub:
     inflight: dict = field(default_factory=dict)     # publishing id -> deque[_Publish]
 
 
+#: The server's responses (bit 15) a client has no business sending: one from the client
+#: answers no request of the server (RMQS-FRAME-003, :meth:`StreamObserver._client_response`).
+#: CreditResponse is not among them: it has no correlation id to look up.
+_SERVER_RESPONSES = (
+    "DeclarePublisherResponse", "DeletePublisherResponse", "QueryPublisherSequenceResponse",
+    "SubscribeResponse", "UnsubscribeResponse", "QueryOffsetResponse", "CreateResponse",
+    "DeleteResponse", "MetadataResponse", "PeerPropertiesResponse", "SaslHandshakeResponse",
+    "SaslAuthenticateResponse", "OpenResponse", "RouteResponse", "PartitionsResponse",
+    "ExchangeCommandVersionsResponse", "StreamStatsResponse", "CreateSuperStreamResponse",
+    "DeleteSuperStreamResponse")
+#: The client's commands that are not part of the handshake: before Open each breaks the
+#: handshake's order (RMQS-HS-016, :meth:`StreamObserver._order`; Heartbeat and Close are
+#: tolerated there).
+_AFTER_OPEN_COMMANDS = (
+    "DeclarePublisher", "Publish", "QueryPublisherSequence", "DeletePublisher", "Subscribe",
+    "Credit", "StoreOffset", "QueryOffset", "Unsubscribe", "Create", "Delete", "Metadata", "Route",
+    "Partitions", "ExchangeCommandVersions", "StreamStats", "CreateSuperStream", "DeleteSuperStream")
+
+
 class StreamObserver(Observer):
+    #: What this observer judges on the client's frames, by type (the frame class's name, as
+    #: ``codec.frame_to_dict`` gives it; conformance/clientcheck.py, ``exercised_requirements``).
+    #: Derived from the C2S checks of this module: what :meth:`malformed` reports for a client
+    #: frame that does not decode (:data:`FRAMING`, RMQS-FRAME-010 for a version, RMQS-FRAME-007
+    #: above the agreed frame_max, :data:`FRAMING_DEFAULT`; this observer has no
+    #: ``framing_requirements``, so they are listed under "*"), and every
+    #: ``violate(..., C2S, ...)``: a server-only command from the client (RMQS-FRAME-009,
+    #: :meth:`_client`), the handshake's order (RMQS-HS-016, :meth:`_order` and
+    #: :meth:`_client_response` for the Tune answer), a response that answers no request of
+    #: the server (RMQS-FRAME-003, :meth:`_client_response`), the per-command rules
+    #: (``_c_*``: RMQS-HS-017, RMQS-PUB-017, RMQS-OFFSET-008, RMQS-FRAME-007 for Publish) and
+    #: the Close the client owes (RMQS-CLOSE-003, :meth:`closed`: judged when the server sent a
+    #: Close, which the client's CloseResponse answers). A rule is listed under a type when a
+    #: frame of that type may break it (most need a conversation seen from its start).
+    client_rules = {
+        "*": ("RMQS-FRAME-007", "RMQS-FRAME-009", "RMQS-FRAME-010", "RMQS-FRAME-011", "RMQS-TYPE-001"),
+        # the handshake
+        "PeerProperties": (),
+        "SaslHandshake": ("RMQS-HS-016",),
+        "SaslAuthenticate": ("RMQS-HS-016", "RMQS-HS-017"),
+        "Tune": ("RMQS-HS-016",),
+        "TuneResponse": ("RMQS-HS-016",),
+        "Open": ("RMQS-HS-016",),
+        # commands
+        **{name: ("RMQS-HS-016",) for name in _AFTER_OPEN_COMMANDS},
+        "DeclarePublisher": ("RMQS-HS-016", "RMQS-PUB-017"),
+        "QueryPublisherSequence": ("RMQS-HS-016", "RMQS-PUB-017"),
+        "StoreOffset": ("RMQS-HS-016", "RMQS-OFFSET-008"),
+        "Publish": ("RMQS-HS-016", "RMQS-FRAME-007"),
+        "Heartbeat": (),
+        "Close": (),
+        # answers to the server's requests
+        "CloseResponse": ("RMQS-FRAME-003", "RMQS-CLOSE-003"),
+        "ConsumerUpdateResponse": ("RMQS-FRAME-003",),
+        # the server's commands and responses, from a client
+        "PublishConfirm": ("RMQS-FRAME-009",),
+        "PublishError": ("RMQS-FRAME-009",),
+        "Deliver": ("RMQS-FRAME-009",),
+        "MetadataUpdate": ("RMQS-FRAME-009",),
+        "ConsumerUpdate": ("RMQS-FRAME-009",),
+        **{name: ("RMQS-FRAME-003",) for name in _SERVER_RESPONSES},
+    }
+
     def __init__(self, profile: Optional[str] = None) -> None:
         super().__init__(profile)
         self.keys, features, self.notes = _profile(profile)

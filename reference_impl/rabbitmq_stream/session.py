@@ -139,6 +139,11 @@ class StreamSession:
     def closed(self) -> bool:
         return self.phase is Phase.CLOSED
 
+    @property
+    def established(self) -> bool:
+        """Open accepted (the glue's byte budget for the handshake stops here)."""
+        return self.phase is Phase.OPEN
+
     def attach(self, push: Callable[[list[bytes]], None], close: Callable[[], None]) -> None:
         self._push, self._close = push, close
 

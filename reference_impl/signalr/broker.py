@@ -19,6 +19,14 @@ The request shapes the HTTP side tolerates (no Content-Type, ``application/octet
 ``application/json``, a Host without port, ``Connection: close``) are those of
 signalr-real-clients.md. Time comes from ``clock`` (monotonic seconds); each WebSocket has one
 timer, armed at the session's ``next_deadline()``.
+
+Hostile clients: ``max_connections`` bounds each listener (HTTP and raw TCP); a connection past
+it is closed at once. An HTTP connection that has not sent a whole request within
+``http_idle_timeout`` seconds (slowloris), or idles that long between requests, is closed
+(aiohttp's keep-alive timer, which also runs before the first request). Once upgraded, and on
+the raw port, the session's handshake timeout (15 s) and client timeout (30 s) apply; the raw
+port's glue adds ``max_handshake_bytes`` and ``max_write_buffer``
+(:class:`~reference_impl.core.limits.ConnectionLimits`).
 """
 from __future__ import annotations
 
@@ -32,7 +40,9 @@ from typing import Callable, Optional
 
 from aiohttp import WSMsgType, web
 
-from ..core.server import SessionServer
+from ..core.limits import (DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HANDSHAKE_BYTES,
+                           DEFAULT_MAX_WRITE_BUFFER, ConnectionLimits)
+from ..core.server import LISTEN_BACKLOG, SessionServer
 from .hub import HubState
 from .session import HubConfig, HubSession
 
@@ -59,6 +69,9 @@ SHUTDOWN_TIMEOUT = 2.0
 WRITE_TIMEOUT = 30.0
 #: WebSocket close code of a peer that does not read (RFC 6455 1008, policy violation).
 _CLOSE_SLOW_READER = 1008
+#: Seconds an HTTP connection may take to send a request (and may idle between requests):
+#: today's servers' handshake timeout (SPEC_NOTES, SignalR: 15 s).
+HTTP_IDLE_TIMEOUT = 15.0
 
 
 @dataclass
@@ -71,6 +84,12 @@ class BrokerConfig:
     write_high_water: int = WRITE_HIGH_WATER
     write_hard_limit: int = WRITE_HARD_LIMIT
     write_timeout: float = WRITE_TIMEOUT
+    #: Each listener (HTTP and raw TCP) serves at most this many connections.
+    max_connections: Optional[int] = DEFAULT_MAX_CONNECTIONS
+    http_idle_timeout: float = HTTP_IDLE_TIMEOUT
+    #: Raw TCP: bytes before the handshake completes, and unread output, per connection.
+    max_handshake_bytes: Optional[int] = DEFAULT_MAX_HANDSHAKE_BYTES
+    max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER
 
 
 def _new_id() -> str:
@@ -110,6 +129,13 @@ class Negotiations:
         self._purge(self.clock())
         entry = self._pending.pop(token, None)
         return None if entry is None else entry[0]
+
+
+class _Refused(asyncio.Protocol):
+    """A connection past ``max_connections`` on the HTTP port: closed before any handler."""
+
+    def connection_made(self, transport) -> None:
+        transport.close()
 
 
 class WebSocketConnection:
@@ -270,9 +296,12 @@ class HubBroker:
         self.clock = clock
         self.state = HubState()
         self.negotiations = Negotiations(config.negotiate_ttl, config.max_pending, clock)
+        # The session runs its own handshake and client timeouts.
+        limits = ConnectionLimits.from_config(config, handshake_timeout=None)
         self.server = SessionServer(
             lambda: HubSession(config.session, transport="tcp", state=self.state),
-            host, raw_port, clock)
+            host, raw_port, clock, limits=limits)
+        self._http: Optional[asyncio.AbstractServer] = None
         self.websockets: set[WebSocketConnection] = set()
         #: The sessions of the last WebSocket connections that ended (their ``errors`` say why
         #: the hub closed them): for tests and for ``serve`` diagnostics.
@@ -295,21 +324,38 @@ class HubBroker:
 
     async def start(self) -> "HubBroker":
         await self.server.start()
+        runner = None
         try:
             runner = web.AppRunner(self.app, access_log=None, handle_signals=False,
-                                   shutdown_timeout=SHUTDOWN_TIMEOUT)
+                                   shutdown_timeout=SHUTDOWN_TIMEOUT,
+                                   keepalive_timeout=self.config.http_idle_timeout)
             await runner.setup()
-            site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
-            await site.start()
+            # The listener is ours rather than a TCPSite's, so that a connection past the
+            # limit never reaches aiohttp.
+            self._http = await asyncio.get_running_loop().create_server(
+                lambda: self._http_protocol(runner.server), self.host, self.port,
+                reuse_address=True, backlog=LISTEN_BACKLOG)
         except BaseException:
             await self.server.stop()
+            if runner is not None:
+                await runner.cleanup()
             raise
         self._runner = runner
-        self.port = runner.addresses[0][1]
+        self.port = self._http.sockets[0].getsockname()[1]
         return self
+
+    def _http_protocol(self, server: web.Server) -> asyncio.BaseProtocol:
+        cap = self.config.max_connections
+        if cap is not None and len(server.connections) >= cap:
+            log.warning("refusing an HTTP connection: %d open (max_connections)", cap)
+            return _Refused()
+        return server()
 
     async def stop(self) -> None:
         await self.server.stop()
+        if self._http is not None:
+            self._http.close()
+            self._http = None
         for conn in list(self.websockets):
             conn.close()
         if self._runner is not None:

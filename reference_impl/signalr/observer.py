@@ -104,7 +104,42 @@ NEGOTIATE_RULES = {1: "SIGR-HTTP-001", 0: "SIGR-HTTP-002"}
 HANDSHAKE, OPEN, FAILED = "handshake", "open", "failed"
 
 
+#: Decode rules of a client's hub message after the handshake (:data:`HUB_FRAMING`,
+#: :data:`TRUNCATED_FRAMING`, :data:`TRUNCATED_DEFAULT`), as the profile ``v1`` applies them:
+#: SIGR-ERR-002 is the draft's alone (v1 tolerates unknown fields, :data:`V1_TOLERATED`), so a
+#: v1 run that listed it would pass a rule it never judged.
+_CLIENT_HUB_FRAMING = ("SIGR-ERR-001", "SIGR-ERR-006", "SIGR-ERR-011", "SIGR-FRAME-003",
+                       "SIGR-MSGPACK-001", "SIGR-JSON-002")
+
+
 class SignalRObserver(Observer):
+    #: What this observer judges on the client's frames, by type (the message or transport
+    #: class's name, as ``http_transport.frame_to_dict`` gives it; conformance/clientcheck.py,
+    #: ``exercised_requirements``). Derived from the C2S checks of this module and of the
+    #: invocation rules it runs (rules.py, through :data:`BOOK_RULES` ``[C2S]``): the
+    #: handshake's decode rule (SIGR-HS-001, :meth:`_framing_requirement`), the hub decode
+    #: rules (:data:`_CLIENT_HUB_FRAMING`) for each hub message, an invocation id the client
+    #: reuses (SIGR-ERR-007, :meth:`_invocation`), the client's responses to the server's
+    #: invocations (:meth:`_response`: SIGR-ERR-003/-004/-005/-009, SIGR-INV-003, and
+    #: SIGR-STR-002, which only v1 judges) and the items of a client stream after its
+    #: Completion (SIGR-ERR-009, :meth:`_upload`). HTTP and WebSocket frames break no rule of
+    #: the catalogue. A rule is listed under a type when a message of that type may break it.
+    client_rules = {
+        "HandshakeRequest": ("SIGR-HS-001",),
+        "Invocation": _CLIENT_HUB_FRAMING + ("SIGR-ERR-007",),
+        "StreamInvocation": _CLIENT_HUB_FRAMING + ("SIGR-ERR-007",),
+        "StreamItem": _CLIENT_HUB_FRAMING + ("SIGR-ERR-003", "SIGR-ERR-004", "SIGR-ERR-009",
+                                             "SIGR-INV-003"),
+        "Completion": _CLIENT_HUB_FRAMING + ("SIGR-ERR-003", "SIGR-ERR-004", "SIGR-ERR-009",
+                                             "SIGR-ERR-005", "SIGR-STR-002"),
+        "StreamCompletion": _CLIENT_HUB_FRAMING + ("SIGR-ERR-003", "SIGR-ERR-004", "SIGR-ERR-009"),
+        "CancelInvocation": _CLIENT_HUB_FRAMING,
+        "Ping": _CLIENT_HUB_FRAMING,
+        "Close": _CLIENT_HUB_FRAMING,
+        "Ack": _CLIENT_HUB_FRAMING,
+        "Sequence": _CLIENT_HUB_FRAMING,
+    }
+
     def __init__(self, profile: Optional[str] = None) -> None:
         super().__init__(profile)
         self.draft = profile == "draft"

@@ -109,6 +109,11 @@ class HubSession:
     def closed(self) -> bool:
         return self.phase == CLOSED
 
+    @property
+    def established(self) -> bool:
+        """The handshake is done (the glue's byte budget for it stops here)."""
+        return self.phase == OPEN
+
     def attach(self, push: Callable[[list[bytes]], None], close: Callable[[], None]) -> None:
         self._push, self._close = push, close
 

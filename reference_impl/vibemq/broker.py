@@ -12,7 +12,11 @@ development password :data:`~.session.DEFAULT_PASSWORD` (``"vibemq"``) is accept
 
 Short timings for tests and the black-box suite: ``ack_timeout``, ``retry_base_delay``,
 ``retry_max_delay`` (seconds); limits: ``max_connections``, ``max_messages_per_second``,
-``max_queues``, ``max_inflight``, ``max_subscriptions``, ``max_frame_size``.
+``max_queues``, ``max_inflight``, ``max_subscriptions``, ``max_frame_size``; hostile clients
+(:class:`~reference_impl.core.limits.ConnectionLimits`): ``handshake_timeout`` (Connect must
+succeed within it), ``idle_timeout`` (Ping is the document's keep-alive), ``max_handshake_bytes``,
+``max_write_buffer``. ``max_connections`` is enforced by the state, which answers
+CONNECTION_LIMIT as the real server does, so the glue's own cap is off.
 """
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
+from ..core.limits import (DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+                           DEFAULT_MAX_HANDSHAKE_BYTES, DEFAULT_MAX_WRITE_BUFFER, ConnectionLimits)
 from ..core.server import SessionBroker, SessionServer
 from .codec import VibeLimits
 from .constants import COMPRESSION_BY_NAME, DEFAULT_MAX_BODY, DEFAULT_MAX_DECOMPRESSED, DEFAULT_PORT
@@ -27,6 +33,10 @@ from .session import DEFAULT_PASSWORD, Credentials, SessionConfig, VibeSession
 from .state import BrokerState, StateConfig
 
 __all__ = ["BrokerConfig", "VibeBroker", "make_broker", "DEFAULT_PORT", "DEFAULT_PASSWORD"]
+
+#: Seconds without a byte from a connected client before it is closed (the document names no
+#: interval for its Ping keep-alive, so this is generous).
+DEFAULT_IDLE_TIMEOUT = 300.0
 
 
 @dataclass
@@ -41,7 +51,8 @@ class BrokerConfig:
     retry_base_delay: float = 2.0
     retry_max_delay: float = 120.0
     auto_create: bool = True
-    max_connections: int = 1000
+    #: The real server's MaxConnections is 1,000; the kit's load and slowloris runs need more.
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_messages_per_second: Optional[int] = 1000
     max_queues: int = 10_000
     max_inflight: int = 10_000
@@ -49,6 +60,10 @@ class BrokerConfig:
     max_frame_size: int = DEFAULT_MAX_BODY
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
     data_dir: Optional[str] = None          # accepted for the registry's signature; unused
+    handshake_timeout: Optional[float] = DEFAULT_HANDSHAKE_TIMEOUT
+    idle_timeout: Optional[float] = DEFAULT_IDLE_TIMEOUT
+    max_handshake_bytes: Optional[int] = DEFAULT_MAX_HANDSHAKE_BYTES
+    max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER
 
     def session_config(self) -> SessionConfig:
         credentials = Credentials.from_api_keys(self.api_keys) if self.require_auth else Credentials(frozenset())
@@ -75,7 +90,8 @@ class VibeBroker(SessionBroker):
         self.state = BrokerState(cfg.state_config(), wall_offset=time.time() - clock())
         self.session_config = cfg.session_config()
         self.server = SessionServer(lambda: VibeSession(self.state, self.session_config),
-                                    host, port, clock)
+                                    host, port, clock,
+                                    limits=ConnectionLimits.from_config(cfg, max_connections=None))
 
 
 def make_broker(host: str = "127.0.0.1", port: int = 0, *, data_dir: Optional[str] = None,

@@ -73,8 +73,17 @@ def _gunzip(data: bytes, limit: int, offset: int) -> bytes:
 
 def _unbrotli(data: bytes, limit: int, offset: int) -> bytes:
     inflater = brotli.Decompressor()
+    out = bytearray()
     try:
-        out = inflater.process(data, output_buffer_limit=limit + 1)
+        # In steps, as _gunzip: one call with the whole limit grows its buffer by doubling and
+        # holds about 2.5 times the limit at the end. Calls with empty input go on yielding
+        # what the previous step held back.
+        out += inflater.process(data, output_buffer_limit=min(_STEP, limit + 1))
+        while len(out) <= limit and not inflater.is_finished():
+            piece = inflater.process(b"", output_buffer_limit=min(_STEP, limit + 1 - len(out)))
+            if not piece:
+                break
+            out += piece
     except brotli.error as exc:
         raise _err(f"corrupt brotli body: {exc}", Category.BAD_ENCODING, offset) from None
     if len(out) > limit:
@@ -82,4 +91,4 @@ def _unbrotli(data: bytes, limit: int, offset: int) -> bytes:
     if not inflater.is_finished():
         raise _err("brotli body ends before its stream does (or has bytes after it)",
                    Category.BAD_ENCODING, offset)
-    return out
+    return bytes(out) if len(out) < _STEP else out     # large: no second copy

@@ -147,6 +147,42 @@ class VibeObserver(Observer):
     """Observer of one VibeMQ connection; ``profile`` as the session's (``document``,
     ``vibemq-1.8``, ``vibemq-1.0``)."""
 
+    #: What this observer judges on the client's messages, by type name (``type_name``, as the
+    #: pipeline's frames rows; conformance/clientcheck.py, ``exercised_requirements``). Derived
+    #: from the C2S checks of this module: on every message, the version byte (VIBE-MSG-003,
+    #: :meth:`frame`), compression without an agreement or with another algorithm
+    #: (VIBE-CLIENT-001, :meth:`_compression`) and what :meth:`malformed` reports for a message
+    #: that does not decode (:data:`FRAMING_BY_TEXT`, :data:`FRAMING`, its fallback
+    #: VIBE-FRAME-001; this observer has no ``framing_requirements``, so they are listed under
+    #: "*"); by type, the ``violate(..., C2S, ...)`` of :meth:`_client`: anything but Connect and
+    #: Ping before Connect (VIBE-CONN-003, the server's types included: a client sending them
+    #: breaks it too) and a queue command without a queue (VIBE-ERR-006, :data:`QUEUE_COMMANDS`).
+    #: A rule is listed under a type when a message of that type may break it.
+    client_rules = {
+        "*": ("VIBE-MSG-003", "VIBE-CLIENT-001", "VIBE-FRAME-001", "VIBE-FRAME-003", "VIBE-FRAME-004",
+              "VIBE-FRAME-005", "VIBE-FRAME-006", "VIBE-COMP-007", "VIBE-MSG-001", "VIBE-MSG-002",
+              "VIBE-MSG-006", "VIBE-MSG-007"),
+        "connect": (),
+        "ping": (),
+        "disconnect": ("VIBE-CONN-003",),
+        "ack": ("VIBE-CONN-003",),
+        "publish": ("VIBE-CONN-003", "VIBE-ERR-006"),
+        "subscribe": ("VIBE-CONN-003", "VIBE-ERR-006"),
+        "unsubscribe": ("VIBE-CONN-003", "VIBE-ERR-006"),
+        "createQueue": ("VIBE-CONN-003", "VIBE-ERR-006"),
+        "deleteQueue": ("VIBE-CONN-003", "VIBE-ERR-006"),
+        "queueInfo": ("VIBE-CONN-003", "VIBE-ERR-006"),
+        "listQueues": ("VIBE-CONN-003",),
+        # the server's types, from a client
+        "connectAck": ("VIBE-CONN-003",),
+        "pong": ("VIBE-CONN-003",),
+        "publishAck": ("VIBE-CONN-003",),
+        "subscribeAck": ("VIBE-CONN-003",),
+        "unsubscribeAck": ("VIBE-CONN-003",),
+        "deliver": ("VIBE-CONN-003",),
+        "error": ("VIBE-CONN-003",),
+    }
+
     def __init__(self, profile: Optional[str] = None) -> None:
         super().__init__(profile)
         self.document = profile in (None, "document")

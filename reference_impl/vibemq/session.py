@@ -194,6 +194,11 @@ class VibeSession:
     def closed(self) -> bool:
         return self.phase is Phase.CLOSED
 
+    @property
+    def established(self) -> bool:
+        """Connect accepted (the glue's handshake timeout and byte budget stop here)."""
+        return self.phase is Phase.READY
+
     def attach(self, push: Callable[[list[bytes]], None], close: Callable[[], None]) -> None:
         self._push, self._close = push, close
         if self.rejected and self._out:
