@@ -459,3 +459,31 @@ def test_parse_arguments_accepts_valid_values():
 def test_parse_arguments_rejects_bad_values(args):
     with pytest.raises(ValueError):
         parse_arguments(args)
+
+
+@pytest.mark.parametrize("tail", [bytes(1), bytes(HEADER_SIZE), bytes(5000), b"\x50" + bytes(200)])
+def test_a_zero_or_garbage_tail_after_whole_chunks_is_truncated(tmp_path, tail):
+    path, good, chunks = five_chunks(tmp_path)
+    size = os.path.getsize(path)
+    with open(path, "ab") as fh:
+        fh.write(tail)
+    st = make_store(tmp_path, "disk")
+    assert all_chunks(st.get("s")) == chunks and os.path.getsize(path) == size
+    assert st.recovery["s"]["truncated_bytes"] == len(tail)
+    if not any(tail):       # zeros: a torn tail, nothing worth keeping beside the segment
+        assert not list(path.parent.glob("*.corrupt*"))
+    st.close()
+
+
+def test_bytes_cut_off_after_a_damaged_chunk_in_the_middle_are_kept(tmp_path):
+    path, good, chunks = five_chunks(tmp_path)
+    first = len(chunks[0].encode())
+    raw = path.read_bytes()
+    with open(path, "r+b") as fh:                     # damage chunk 1's data: chunks 2-4 are whole
+        fh.seek(first + HEADER_SIZE + 2)
+        fh.write(bytes([raw[first + HEADER_SIZE + 2] ^ 0xFF]))
+    st = make_store(tmp_path, "disk")
+    assert all_chunks(st.get("s")) == chunks[:1] and os.path.getsize(path) == first
+    kept = path.parent / (path.name + ".corrupt-tail")
+    assert kept.read_bytes()[len(chunks[1].encode()):] == raw[first + len(chunks[1].encode()):]
+    st.close()

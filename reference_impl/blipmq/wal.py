@@ -18,9 +18,18 @@ eviction)::
 
 Recovery replays the log into a :class:`~.state.BrokerState`, so every QoS1 message not yet
 settled is pending again in its subscriptions (at-least-once: it may be delivered again).
-A torn last record (short, or bad CRC with nothing valid after it) is truncated; a bad CRC
-followed by more records is corruption and refuses to start. After recovery the log is
-compacted (rewritten with only live state, then atomically renamed).
+A record is valid when its CRC matches *and* its payload is well formed (a known kind, every
+length inside the record): a zero-filled tail, which a crash can leave behind when the file's
+size reached the disk before its data, is a run of empty records whose CRC (that of no bytes)
+is 0, and is no record at all. A torn last record (short, or invalid with nothing valid after
+it) is truncated; an invalid record followed by a valid one is corruption and refuses to start
+(:class:`WalCorruption`, a ValueError: ``wirecheck serve`` reports it in one line). After
+recovery the log is compacted (rewritten with only live state, then atomically renamed, and the
+directory synced so that the rename, and the appends that follow it, survive a power loss).
+
+The record header (id, length) is outside the CRC in this format (the real daemon's), so a
+damaged length in the middle of the log looks like a torn tail at that point; only damage to
+the payload or the CRC field is told apart from a torn write.
 
 Every append is one ``os.write`` before the publish is accepted, so a kill -9 never loses an
 accepted record; ``fsync`` policy decides what a power loss can take: ``always`` (default),
@@ -50,8 +59,9 @@ _SUB = struct.Struct(">QB")
 _SETTLE = struct.Struct(">QQ")
 
 
-class WalCorruption(Exception):
-    """A record with a bad checksum is followed by more data: not a torn write."""
+class WalCorruption(ValueError):
+    """The file is not a WAL, or an invalid record is followed by a valid one: not a torn
+    write, so the broker refuses to start rather than drop what follows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,41 +86,92 @@ def read_records(path: str) -> tuple[int, list[Record], int]:
         if length > MAX_RECORD or end > len(data):
             break                                        # torn tail
         payload = data[pos + RECORD.size:end]
-        if zlib.crc32(payload) != crc:
-            if _has_valid_record_after(data, end):
-                raise WalCorruption(f"{path}: bad CRC in record {rec_id} at byte {pos}")
+        if not _valid(version, payload, crc):
+            if _has_valid_record_after(data, end, version):
+                raise WalCorruption(f"{path}: bad record {rec_id} at byte {pos} (CRC or "
+                                    "payload) followed by valid records")
             break                                        # torn last record
         records.append(Record(rec_id, payload))
         pos = end
     return version, records, pos
 
 
-def _has_valid_record_after(data: bytes, pos: int) -> bool:
+def _valid(version: int, payload: bytes, crc: int) -> bool:
+    if zlib.crc32(payload) != crc:
+        return False
+    try:
+        decode_payload(version, payload)
+    except ValueError:
+        return False
+    return True
+
+
+def _has_valid_record_after(data: bytes, pos: int, version: int) -> bool:
     if pos + RECORD.size > len(data):
         return False
     _, length, crc = RECORD.unpack_from(data, pos)
     end = pos + RECORD.size + length
-    return length <= MAX_RECORD and end <= len(data) and zlib.crc32(data[pos + RECORD.size:end]) == crc
+    return (length <= MAX_RECORD and end <= len(data)
+            and _valid(version, data[pos + RECORD.size:end], crc))
 
 
-def _publish_payload(qos: int, topic: str, message: bytes, targets: list[int]) -> bytes:
+def decode_payload(version: int, p: bytes) -> tuple:
+    """One record's payload: ``(KIND_PUBLISH, qos, topic, targets, message)``,
+    ``(KIND_SUBSCRIBE, sub_id, qos, topic)`` or ``(KIND_SETTLE, sub_id, msg_id)``.
+    ValueError when it is not well formed (its CRC may still match: an empty payload's does)."""
+    try:
+        if version == 1 or p[0] == KIND_PUBLISH:
+            return (KIND_PUBLISH, *parse_publish(p, version != 1))
+        if p[0] == KIND_SUBSCRIBE:
+            sub_id, qos = _SUB.unpack_from(p, 1)
+            (tlen,) = _U16.unpack_from(p, 10)
+            if 12 + tlen != len(p):
+                raise ValueError("subscribe record length mismatch")
+            return KIND_SUBSCRIBE, sub_id, qos, p[12:].decode("utf-8")
+        if p[0] == KIND_SETTLE and len(p) == 1 + _SETTLE.size:
+            return (KIND_SETTLE, *_SETTLE.unpack_from(p, 1))
+    except (IndexError, struct.error, UnicodeDecodeError) as exc:
+        raise ValueError(f"malformed record payload: {exc}") from None
+    raise ValueError(f"unknown record kind {p[0] if p else None}")
+
+
+def publish_payload(qos: int, topic: str, message: bytes, targets: list[int]) -> bytes:
     t = topic.encode("utf-8")
     return b"".join((bytes((KIND_PUBLISH, qos)), _U16.pack(len(t)), t, _U16.pack(len(targets)),
                      b"".join(_U64.pack(s) for s in targets), message))
 
 
-def _parse_publish(p: bytes, versioned: bool) -> tuple[int, str, list[int], bytes]:
+def parse_publish(p: bytes, versioned: bool) -> tuple[int, str, list[int], bytes]:
+    """(qos, topic, target subscription ids, message) of a publish payload; IndexError,
+    struct.error or UnicodeDecodeError when it is cut short."""
     pos = 1 if versioned else 0
     qos = p[pos]
     (tlen,) = _U16.unpack_from(p, pos + 1)
+    if pos + 3 + tlen > len(p):
+        raise IndexError("topic runs past the record")
     topic = p[pos + 3:pos + 3 + tlen].decode("utf-8")
     pos += 3 + tlen
     targets: list[int] = []
     if versioned:
         (n,) = _U16.unpack_from(p, pos)
+        if pos + 2 + 8 * n > len(p):
+            raise IndexError("subscription ids run past the record")
         targets = [_U64.unpack_from(p, pos + 2 + 8 * i)[0] for i in range(n)]
         pos += 2 + 8 * n
     return qos, topic, targets, p[pos:]
+
+
+def encode_record(rec_id: int, payload: bytes) -> bytes:
+    """One record as it is appended: header (id, length, CRC of the payload) and payload."""
+    return RECORD.pack(rec_id, len(payload), zlib.crc32(payload)) + payload
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class WriteAheadLog:
@@ -138,16 +199,15 @@ class WriteAheadLog:
             stats["records"] = len(records)
             for rec in records:
                 self.next_id = max(self.next_id, rec.id + 1)
-                p = rec.payload
-                if version == 1 or p[0] == KIND_PUBLISH:
-                    _, topic, targets, message = _parse_publish(p, version != 1)
+                kind, *fields = decode_payload(version, rec.payload)   # valid: read_records
+                if kind == KIND_PUBLISH:
+                    _, topic, targets, message = fields
                     messages[rec.id] = (topic, message, set(targets))
-                elif p[0] == KIND_SUBSCRIBE:
-                    sub_id, qos = _SUB.unpack_from(p, 1)
-                    (tlen,) = _U16.unpack_from(p, 10)
-                    subs[sub_id] = (p[12:12 + tlen].decode("utf-8"), qos)
-                elif p[0] == KIND_SETTLE:
-                    sub_id, msg_id = _SETTLE.unpack_from(p, 1)
+                elif kind == KIND_SUBSCRIBE:
+                    sub_id, qos, topic = fields
+                    subs[sub_id] = (topic, qos)
+                else:
+                    sub_id, msg_id = fields
                     if msg_id in messages:
                         messages[msg_id][2].discard(sub_id)
         for sub_id, (topic, qos) in sorted(subs.items()):
@@ -171,20 +231,23 @@ class WriteAheadLog:
                 chunks.append(self._record(self._subscribe_payload(sub_id, topic, qos)))
             for msg_id in sorted(live):
                 topic, message, targets = live[msg_id]
-                chunks.append(self._record(_publish_payload(1, topic, message, sorted(targets)),
+                chunks.append(self._record(publish_payload(1, topic, message, sorted(targets)),
                                            rec_id=msg_id))
-            os.write(fd, b"".join(chunks))
+            data = memoryview(b"".join(chunks))
+            while data:                                 # os.write may write less
+                data = data[os.write(fd, data):]
             os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, self.path)
+        _fsync_dir(os.path.dirname(os.path.abspath(self.path)))
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
 
     # -- Journal -----------------------------------------------------------------------------
 
     def publish(self, qos: int, topic: str, message: bytes, targets: list[int]) -> int:
         msg_id = self.next_id
-        self._append(self._record(_publish_payload(qos, topic, message, targets)))
+        self._append(self._record(publish_payload(qos, topic, message, targets)))
         return msg_id
 
     def subscribe(self, sub_id: int, topic: str, qos: int) -> None:
@@ -210,7 +273,7 @@ class WriteAheadLog:
         if rec_id is None:
             rec_id = self.next_id
         self.next_id = max(self.next_id, rec_id + 1)
-        return RECORD.pack(rec_id, len(payload), zlib.crc32(payload)) + payload
+        return encode_record(rec_id, payload)
 
     def _append(self, record: bytes) -> None:
         if self._fd is None:

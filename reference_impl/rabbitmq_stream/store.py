@@ -32,7 +32,12 @@ Recovery reads every chunk back and checks it (header, sizes, CRC, entries, offs
 continuity). The first bad chunk ends the stream: its segment is truncated there and any later
 segments are renamed ``*.corrupt`` (never served, never deleted). A bad chunk at the end of
 the last segment is the expected result of a crash during a write (torn tail) and is logged at
-INFO; anything else at WARNING.
+INFO; anything else at WARNING, and then the bytes cut off the segment are first copied to
+``<segment>.corrupt-tail`` (they may hold whole chunks after the damaged one). A tail of zeros
+or garbage after the last whole chunk (a file extended before its data reached the disk) is
+a torn tail too. The CRC covers a chunk's data only (the Osiris format): damage to the header
+is caught by the checks above, damage to the trailer (tracking records) only when it no
+longer parses.
 
 Durability: an append returns only after its chunk is written to the segment (and fsync'ed
 as the :class:`~reference_impl.core.durability.FsyncPolicy` says), so the caller may confirm the
@@ -187,6 +192,15 @@ def _pread_exact(fd: int, length: int, pos: int) -> bytes:
         length -= len(part)
         pos += len(part)
     return b"".join(parts)
+
+
+def _only_zeros(path: str, start: int) -> bool:
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        while block := fh.read(1 << 20):
+            if block.count(0) != len(block):
+                return False
+    return True
 
 
 def _check_reference(reference: str) -> None:
@@ -581,13 +595,19 @@ class StreamLog:
                 raise StoreError(f"stream {self.name!r}: reading {path}: {exc}") from exc
             if bad is not None:
                 size = os.path.getsize(path)
+                if not bad.torn and _only_zeros(path, segment.size):
+                    bad.torn = True          # the file grew before its data reached the disk
                 report["truncated_bytes"] += size - segment.size
                 message = (f"stream {self.name!r}: {os.path.basename(path)} truncated at byte "
                            f"{segment.size} ({size - segment.size} bytes dropped): {bad.reason}")
                 if bad.torn and last:
                     log.info("%s (torn write at the tail)", message)
                 else:
-                    log.warning(message)
+                    # Not a crash's torn tail: what follows the damaged chunk may be whole
+                    # confirmed chunks, so the cut-off bytes are kept beside the segment, as
+                    # later segments are (never served, never deleted).
+                    log.warning("%s; the dropped bytes are kept in %s", message,
+                                os.path.basename(self._keep_tail(path, segment.size)))
                 with open(path, "r+b") as fh:
                     fh.truncate(segment.size)
                     fh.flush()
@@ -633,6 +653,20 @@ class StreamLog:
                 self._index(chunk, segment, position, length, None)
                 position += length
         return None
+
+    @staticmethod
+    def _keep_tail(path: str, start: int) -> str:
+        """Copy ``path`` from byte ``start`` to a new ``<segment>.corrupt-tail[N]``, synced."""
+        target, n = path + ".corrupt-tail", 1
+        while os.path.exists(target):
+            n += 1
+            target = f"{path}.corrupt-tail{n}"
+        with open(path, "rb") as src, open(target, "wb") as dst:
+            src.seek(start)
+            shutil.copyfileobj(src, dst)
+            dst.flush()
+            os.fsync(dst.fileno())
+        return target
 
     def _set_aside(self, segments: list[tuple[int, str]], why: str, report: dict) -> None:
         for _, path in segments:
