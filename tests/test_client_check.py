@@ -37,11 +37,13 @@ import pytest
 from conformance import verdicts
 from conformance.clientcheck import ClientChecker
 from conformance.requirements import catalogue
+from pipeline.local import analyze
 from reference_impl.core import registry
 from reference_impl.core.client import ConnectionClosed
 from reference_impl.core.server import ThreadedServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 JS_DIR = os.path.join(HERE, "signalr_js")
 PY_DIR = os.path.join(HERE, "signalr_py")
 
@@ -416,7 +418,14 @@ def test_signalrcore_messagepack(tmp_path):
     assert not _by_verdict(doc, verdicts.HARNESS_ERROR), _summary(doc)
     assert not _by_verdict(doc, verdicts.NON_STRICT), _summary(doc)
     fails = {t["requirements"][0]: t for t in _by_verdict(doc, verdicts.FAIL)}
-    assert set(fails) == {"SIGR-ERR-011", "SIGR-ERR-001"}, _summary(doc)
+    # The hub closes on the malformed Invocation; whether the client's stream end (the second
+    # violation) reaches it before that close is a race (seen both ways in CI). The recorded
+    # session in the corpus has both, judged deterministically by the same observer.
+    assert "SIGR-ERR-011" in fails and set(fails) <= {"SIGR-ERR-011", "SIGR-ERR-001"}, _summary(doc)
+    recorded = analyze([os.path.join(ROOT, "captures", "signalr", "real-signalrcore-messagepack.pcap.gz")],
+                       "signalr")["violations"]
+    assert {v["requirement"] for v in recorded if v["direction"] == "c2s"} == {"SIGR-ERR-011", "SIGR-ERR-001"}
+    assert any("MISSING_FIELD: message type 3 has no 'ResultKind'" in v["message"] for v in recorded)
     assert doc["exitstatus"] == 1
     cat = catalogue(registry.get("signalr").requirements)
     assert cat["SIGR-ERR-011"].level == cat["SIGR-ERR-001"].level == "MUST"
@@ -426,7 +435,8 @@ def test_signalrcore_messagepack(tmp_path):
     # so the arguments array [] sits where the target string belongs
     assert "BAD_VALUE: 'Target' must be a string, not an array" in fails["SIGR-ERR-011"]["message"]
     # the stream end [3, {}, id]: a Completion without a ResultKind
-    assert "MISSING_FIELD: message type 3 has no 'ResultKind'" in fails["SIGR-ERR-001"]["message"]
+    if "SIGR-ERR-001" in fails:
+        assert "MISSING_FIELD: message type 3 has no 'ResultKind'" in fails["SIGR-ERR-001"]["message"]
     for rid, case in fails.items():
         assert case["requirements"] == [rid]
         wire = case["wire"]
@@ -436,7 +446,7 @@ def test_signalrcore_messagepack(tmp_path):
         assert any(n.startswith(f"{rid} (MUST) broken by the client") for n in notes), notes
     # only the malformed ones: the rest of its session (Echo, Add, Counter, ...) was judged clean
     ws = next(c for c in doc["connections"] if c["violations"])
-    assert ws["violations"] == 2, _summary(doc)
+    assert ws["violations"] == len(fails), _summary(doc)
     passed = [t for t in _by_verdict(doc, verdicts.PASS) if ws["flow"] in t["nodeid"]]
     assert len(passed) == 1 and "SIGR-HS-001" in passed[0]["requirements"], _summary(doc)
     assert not {"SIGR-ERR-011", "SIGR-ERR-001"} & set(passed[0]["requirements"]), _summary(doc)
