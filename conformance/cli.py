@@ -134,6 +134,17 @@ def _serve_security(spec, args, options: dict) -> str | None:
     return None
 
 
+async def until_stopped(duration: float | None = None) -> None:
+    """Wait for SIGINT or SIGTERM, or ``duration`` seconds when given (serve, record)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if duration:
+        loop.call_later(duration, stop.set)
+    await stop.wait()
+
+
 def cmd_serve(args) -> int:
     spec = args.protocol
     if (err := _check_profile(spec, args.profile)) is not None:
@@ -211,11 +222,7 @@ def cmd_serve(args) -> int:
             path = getattr(broker, "hub_path", "")
             print(f"{spec.id} serving http://{args.host}:{public_port}{path} and raw TCP on "
                   f"{args.host}:{raw_port}", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+        await until_stopped()
         for relay in relays:
             await relay.stop()
         await broker.stop()
@@ -276,13 +283,7 @@ def cmd_record(args) -> int:
             raise SystemExit(f"wirecheck record: cannot listen on {args.listen}: {exc}")
         print(f"recording {proxy.host}:{proxy.port} -> {upstream[0]}:{upstream[1]} into {args.capture}",
               flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        if args.duration:
-            loop.call_later(args.duration, stop.set)
-        await stop.wait()
+        await until_stopped(args.duration)
         await proxy.stop()
 
     try:

@@ -18,6 +18,7 @@ followed, or it was still open when the run ended.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import tempfile
 import time
@@ -123,7 +124,6 @@ class ClientChecker:
     async def stop(self, grace: float = 1.0) -> None:
         """Stop; open connections get up to ``grace`` seconds to end (a client closing just
         now, a scenario still holding bytes), so that how they end is the client's doing."""
-        import asyncio
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and any(relay.relays for relay in self.relays):
             await asyncio.sleep(0.02)
@@ -151,15 +151,8 @@ class ClientChecker:
 
     def analyze(self) -> dict[str, list[dict]]:
         """The recording's rows by table (frames, violations, flows), as the pipeline makes them."""
-        from conformance.pcapfile import PcapReader
-        from pipeline.flows import iter_rows
-        from pipeline.inputs import level
-        by_port = {relay.port: self.spec for relay in self.relays}
-        tables: dict[str, list[dict]] = defaultdict(list)
-        with PcapReader(self.capture_path) as reader:
-            for table, row in iter_rows(self.capture_path, reader, by_port, self.profile, level):
-                tables[table].append(row)
-        return tables
+        from pipeline.local import analyze_file
+        return analyze_file(self.capture_path, {relay.port: self.spec for relay in self.relays}, self.profile)
 
     def result_document(self, label: str | None = None) -> dict:
         """The run as a result file (the format ``wirecheck report`` reads)."""
@@ -295,9 +288,9 @@ def serve(spec, broker, args, port: int) -> int:
     """``wirecheck serve --check-clients``: serve until SIGINT/SIGTERM or ``--duration``, then
     judge the clients that connected, print a summary, write ``--report``; exit 1 when a client
     broke a MUST (or the reference broker broke a rule), 0 otherwise, 2 when it cannot run."""
-    import asyncio
-    import signal
     import sys
+
+    from conformance.cli import until_stopped
     raw = getattr(args, "raw_port", None)
     checker = ClientChecker(spec, broker, host=args.host, ports=(port, raw if raw is not None else 0),
                             scenario=args.scenario, profile=args.profile, capture_path=args.capture)
@@ -312,13 +305,7 @@ def serve(spec, broker, args, port: int) -> int:
         if checker.raw_port is not None:
             print(f"{spec.id} serving http://{args.host}:{checker.port}{checker.hub_path} and raw TCP on "
                   f"{args.host}:{checker.raw_port}", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        if args.duration is not None:
-            loop.call_later(args.duration, stop.set)
-        await stop.wait()
+        await until_stopped(args.duration)
         await checker.stop()
 
     asyncio.run(main())
@@ -351,17 +338,7 @@ def print_summary(doc: dict, out) -> None:
 
 
 def write_report(doc: dict, out: str) -> None:
-    """``out``: FILE.json (the result file), FILE.html (and FILE.json beside it), or a
-    directory (clients.json in it, plus index.html and index.json)."""
-    import json
-    from conformance import report_index
-    from conformance.results import Run
-    if out.endswith(".json") or out.endswith(".html"):
-        json_path = os.path.splitext(out)[0] + ".json"
-    else:
-        json_path = os.path.join(out, "clients.json")
-    os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
-    with open(json_path, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=1)
-    if not out.endswith(".json"):
-        report_index.write([Run(doc["label"], json_path, doc)], out)
+    """``--report``: FILE.json, FILE.html (and FILE.json beside it), or a directory
+    (clients.json in it, plus index.html and index.json)."""
+    from conformance.report_index import write_result
+    write_result(doc, out, "clients.json")

@@ -907,16 +907,5 @@ def _print_summary(doc: dict, results: list[FlowResult], as_json: bool) -> None:
 
 
 def _write_report(doc: dict, out: str) -> None:
-    """``out``: FILE.json (the result file), FILE.html (and FILE.json beside it), or a
-    directory (the result file in it, plus index.html and index.json)."""
-    from conformance import report_index
-    from conformance.results import Run
-    if out.endswith(".json") or out.endswith(".html"):
-        json_path = os.path.splitext(out)[0] + ".json"
-    else:
-        json_path = os.path.join(out, os.path.splitext(os.path.basename(doc["capture"]))[0] + ".replay.json")
-    os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
-    with open(json_path, "w") as fh:
-        json.dump(doc, fh, indent=1)
-    if not out.endswith(".json"):
-        report_index.write([Run(doc["label"], json_path, doc)], out)
+    from conformance.report_index import write_result
+    write_result(doc, out, os.path.splitext(os.path.basename(doc["capture"]))[0] + ".replay.json")

@@ -86,3 +86,18 @@ def write(runs: list[Run], out: str, campaigns: list[Campaign] = (), analyses: l
             json.dump(doc, fh, indent=1)
         written.append(json_path)
     return written
+
+
+def write_result(doc: dict, out: str, name: str) -> None:
+    """One run's result document (``wirecheck replay``, ``serve --check-clients``) where
+    ``--report`` says: FILE.json (the result file), FILE.html (and FILE.json beside it), or a
+    directory (``name`` in it, plus index.html and index.json)."""
+    if out.endswith(".json") or out.endswith(".html"):
+        json_path = os.path.splitext(out)[0] + ".json"
+    else:
+        json_path = os.path.join(out, name)
+    os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
+    with open(json_path, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=1)
+    if not out.endswith(".json"):
+        write([Run(doc["label"], json_path, doc)], out)

@@ -139,6 +139,26 @@ def flip(data: bytearray, start: int, end: int, rng: random.Random) -> list[int]
     return [at, n]
 
 
+def append_tail_damage(path, kind: str, record: bytearray | None, covered: tuple[int, int] | None,
+                       rng: random.Random, info: dict) -> dict:
+    """Append what a crash may leave after the last whole record, to ``path``: the next record
+    the broker would have written (``record``), cut short ("cut") or with bytes flipped in its
+    checksummed part ``covered`` ("flip"); zeros; or garbage. Recorded in ``info``."""
+    if kind == "cut":
+        extra = bytes(record[:rng.randint(1, len(record) - 1)])
+    elif kind == "flip":
+        info["flipped"] = flip(record, *covered, rng)
+        extra = bytes(record)
+    elif kind == "zeros":
+        extra = bytes(rng.randint(1, 8192))
+    else:
+        extra = rng.randbytes(rng.randint(1, 300))
+    with open(path, "ab") as fh:
+        fh.write(extra)
+    info["appended_bytes"] = len(extra)
+    return info
+
+
 # --- the broker as a child, and the kill -------------------------------------------------------
 
 class Broker(BrokerProcess):
@@ -353,19 +373,8 @@ class BlipRun:
             record = bytearray(wal.encode_record(max((r.id for r in records), default=0) + 1,
                                                  payload))
             info["message"] = seq
-            if kind == "cut":
-                extra = bytes(record[:rng.randint(1, len(record) - 1)])
-            else:
-                info["flipped"] = flip(record, wal.RECORD.size, len(record), rng)
-                extra = bytes(record)
-        elif kind == "zeros":
-            extra = bytes(rng.randint(1, 8192))
-        else:
-            extra = rng.randbytes(rng.randint(1, 300))
-        with open(path, "ab") as fh:
-            fh.write(extra)
-        info["appended_bytes"] = len(extra)
-        return info
+            return append_tail_damage(path, kind, record, (wal.RECORD.size, len(record)), rng, info)
+        return append_tail_damage(path, kind, None, None, rng, info)
 
     def recovered_cleanly(self, data_dir: str, damage: dict) -> bool | None:
         """After a restart: the compacted WAL holds valid records only (the damage is gone)."""
@@ -601,19 +610,8 @@ class StreamRun:
             raw = bytearray(osiris.build_chunk([entry], first, int(time.time() * 1000),
                                                trailer=trailer).encode())
             info["publishing_id"] = pid
-            if kind == "cut":
-                extra = bytes(raw[:rng.randint(1, len(raw) - 1)])
-            else:
-                info["flipped"] = flip(raw, osiris.HEADER_SIZE, len(raw) - len(trailer), rng)
-                extra = bytes(raw)
-        elif kind == "zeros":
-            extra = bytes(rng.randint(1, 8192))
-        else:
-            extra = rng.randbytes(rng.randint(1, 300))
-        with open(path, "ab") as fh:
-            fh.write(extra)
-        info["appended_bytes"] = len(extra)
-        return info
+            return append_tail_damage(path, kind, raw, (osiris.HEADER_SIZE, len(raw) - len(trailer)), rng, info)
+        return append_tail_damage(path, kind, None, None, rng, info)
 
     def recovered_cleanly(self, data_dir: str, damage: dict) -> bool | None:
         """After a restart: the damaged segment is back to its last whole chunk."""
