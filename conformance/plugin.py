@@ -2,7 +2,8 @@
 
 Options (group "wirecheck"): ``--target HOST:PORT``, ``--protocol P``, ``--profile NAME|FILE``,
 ``--timeout S`` (per receive; ``--wirecheck-timeout`` when another plugin owns ``--timeout``),
-``--strict`` (pytest's own flag: SHOULD violations fail too), ``--wirecheck-report FILE``.
+``--strict`` (pytest's own flag: SHOULD violations fail too), ``--wirecheck-report FILE``,
+``--wirecheck-test-budget S`` (wall-clock seconds of I/O per test; conformance/target.py Budget).
 
 Without ``--target`` the ``target`` fixture starts the protocol's reference broker on a free
 port in this process (per xdist worker). Verdicts: a failing test whose requirements are all
@@ -22,9 +23,15 @@ from collections import defaultdict
 import pytest
 
 from conformance import verdicts
-from conformance.target import DEFAULT_TIMEOUT, Target
+from conformance.target import DEFAULT_MAX_TIMEOUTS, DEFAULT_TIMEOUT, Budget, Target
 
 _TARGET_KEY = pytest.StashKey[Target]()
+_RUN_KEY = pytest.StashKey[tuple]()
+_STARTED_KEY = pytest.StashKey[float]()
+_CASES_KEY = pytest.StashKey[int]()
+#: The run's slack over ``cases x timeout``: a minute, less 5 s kept for start-up, the report
+#: and the exit.
+RUN_SLACK = 55.0
 
 
 # -- options -----------------------------------------------------------------------------------
@@ -83,6 +90,16 @@ def pytest_addoption(parser) -> None:
                     help="write a JSON result file (verdict, requirements, transcript per test)")
     group.addoption("--wirecheck-label", dest="wirecheck_label", default=None, metavar="NAME",
                     help="the implementation's name in reports (default: the target and profile)")
+    group.addoption("--wirecheck-run-budget", dest="wirecheck_run_budget", type=_positive_float,
+                    default=None, metavar="S",
+                    help="wall-clock seconds for the whole run's I/O; once spent, every test still "
+                         "to run ends as TIMEOUT at its first I/O (default: the cases x timeout + "
+                         f"{RUN_SLACK:g} s, plus 5 x the profile's longest timer)")
+    group.addoption("--wirecheck-test-budget", dest="wirecheck_test_budget", type=_positive_float,
+                    default=None, metavar="S",
+                    help="wall-clock seconds of I/O per test, whatever the target does (default: "
+                         "60 + 30 x timeout + 5 x the profile's longest timer); a test also stops "
+                         f"after {DEFAULT_MAX_TIMEOUTS} receives time out")
 
 
 def strict_mode(config) -> bool:
@@ -94,6 +111,7 @@ def strict_mode(config) -> bool:
 
 
 def pytest_configure(config) -> None:
+    config.stash[_STARTED_KEY] = time.monotonic()      # the run's allowance counts from here
     config.addinivalue_line("markers", "requirement(*ids): requirement IDs this black-box test checks")
     config.addinivalue_line("markers", "slow: waits for a protocol timer (keep-alive, timeouts)")
     if config.getoption("wirecheck_target") and not config.getoption("wirecheck_protocol"):
@@ -207,12 +225,57 @@ def target(request, wirecheck_spec, wirecheck_profile, wirecheck_embedded):
         if wirecheck_spec.embedded_timing:        # the timers that broker was started with
             profile = dataclasses.replace(profile, timing={**profile.timing,
                                                            **wirecheck_spec.embedded_timing})
-    tgt = Target(address[0], address[1], wirecheck_spec, profile,
-                 timeout=config.getoption("wirecheck_timeout"), embedded=embedded,
-                 url=address[2] if len(address) > 2 else None)
+    timeout = config.getoption("wirecheck_timeout")
+    run_deadline, run_seconds = _run_deadline(config, timeout, profile)
+    tgt = Target(address[0], address[1], wirecheck_spec, profile, timeout=timeout, embedded=embedded,
+                 url=address[2] if len(address) > 2 else None,
+                 budget=Budget(config.getoption("wirecheck_test_budget") or default_budget(timeout, profile),
+                               run_deadline=run_deadline, run_seconds=run_seconds))
     request.node.stash[_TARGET_KEY] = tgt
     yield tgt
     tgt.close_all()
+
+
+#: What names a timer among a profile's ``[timing]`` values (seconds); the others are rates
+#: and counts (VibeMQ's ``max_messages_per_second``).
+_TIMER_WORDS = ("timeout", "delay", "interval", "expire")
+
+
+def _longest_timer(profile) -> float:
+    timers = [float(v) for k, v in profile.timing.items()
+              if any(w in k for w in _TIMER_WORDS) and isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return max(timers, default=0.0)
+
+
+def default_budget(timeout: float, profile) -> float:
+    """A test's wall-clock I/O budget when none is given: room for any test against a slow but
+    sound target (a few dozen receives, and the protocol timers the profile says the suite waits
+    for: a redelivery test waits about three ack timeouts), never unbounded."""
+    return 60.0 + 30.0 * timeout + 5.0 * _longest_timer(profile)
+
+
+def default_run_budget(cases: int, timeout: float, profile) -> float:
+    """The whole run's wall-clock I/O allowance when none is given: each case's receive timeout,
+    the time a timer test waits (5 x the profile's longest timer), and :data:`RUN_SLACK`. A sound
+    target is far inside it (most tests take a small part of their timeout); a hostile one (a
+    flood, answers that never end, a failure hypothesis keeps replaying) is stopped at it, so
+    that no run takes longer than ``cases x timeout + 60 s`` plus that timer wait."""
+    return cases * timeout + RUN_SLACK + 5.0 * _longest_timer(profile)
+
+
+def _run_deadline(config, timeout: float, profile) -> tuple[float, float]:
+    """(deadline, seconds) of the run's allowance, fixed when the first test asks for it."""
+    got = config.stash.get(_RUN_KEY, None)
+    if got is None:
+        cases = config.stash.get(_CASES_KEY, 0) or 1
+        seconds = config.getoption("wirecheck_run_budget") or default_run_budget(cases, timeout, profile)
+        got = config.stash[_RUN_KEY] = (config.stash.get(_STARTED_KEY, time.monotonic()) + seconds, seconds)
+    return got
+
+
+def pytest_collection_finish(session) -> None:
+    # The cases the run's allowance is counted for: the suite tests that will run.
+    session.config.stash[_CASES_KEY] = sum(1 for i in session.items if suite_protocol(i.path) is not None)
 
 
 # -- verdicts and transcripts ------------------------------------------------------------------

@@ -4,6 +4,13 @@ Every receive has a timeout; a silent, closed or garbage-speaking target turns i
 :class:`AssertionError` subclass with a reason, so a test FAILs and never hangs. Every byte
 sent and received is kept in a :class:`Transcript` (hex + decoded) that the plugin attaches
 to the report of a test that does not pass.
+
+Per-receive timeouts alone do not bound a test: a loop that skips keep-alives reads an endless
+stream of them forever, and hypothesis shrinks a failure by running it again, one timeout per
+run. So each test also has a :class:`Budget`: a wall-clock limit on its I/O, and a number of
+receives the target may leave unanswered; past either, :class:`BudgetSpent` ends the test
+(verdict TIMEOUT). Transcripts are bounded too (:class:`TranscriptLimits`): a flooding target
+gets the start of the conversation, its last entry and a note of what was cut.
 """
 from __future__ import annotations
 
@@ -15,6 +22,101 @@ from typing import Callable
 from reference_impl.core.errors import FrameError
 
 DEFAULT_TIMEOUT = 2.0
+#: Receives a test may see time out before it is stopped (the first is the test's failure; the
+#: others let hypothesis try a few smaller examples before the run ends).
+DEFAULT_MAX_TIMEOUTS = 3
+#: Connections a test may open: far more than any test needs against a sound target (a state
+#: machine opens one or a few per example), while hypothesis shrinking a failure against a
+#: target that fails every connection at once would open thousands.
+DEFAULT_MAX_CONNECTIONS = 256
+
+
+class BudgetSpent(BaseException):
+    """The test used up its :class:`Budget`. A ``BaseException`` on purpose: nothing in a test
+    or its helpers (``except Exception``/``AssertionError``), nor hypothesis (which would shrink
+    it, repeating every timeout), may catch it; the plugin reports it as TIMEOUT."""
+
+
+def spent_in(exc: BaseException | None) -> "BudgetSpent | None":
+    """The :class:`BudgetSpent` that ``exc`` is or that it was raised while handling (hypothesis,
+    stopped in the middle of an example, raises an error of its own about it), or None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, BudgetSpent):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+class Budget:
+    """One test's limits across all its connections: ``seconds`` of wall-clock time from its
+    start for I/O (None: no limit), ``max_timeouts`` receives left unanswered, and
+    ``max_connections`` connections opened. ``run_deadline`` (a ``time.monotonic()`` value):
+    the end of the whole run's allowance, which no test's I/O goes past either."""
+
+    def __init__(self, seconds: float | None = None, max_timeouts: int = DEFAULT_MAX_TIMEOUTS,
+                 max_connections: int = DEFAULT_MAX_CONNECTIONS, run_deadline: float | None = None,
+                 run_seconds: float | None = None) -> None:
+        self.seconds = seconds
+        self.deadline = None if seconds is None else time.monotonic() + seconds
+        self.run_deadline, self.run_seconds = run_deadline, run_seconds
+        self.max_timeouts = max_timeouts
+        self.max_connections = max_connections
+        self.timeouts = 0
+        self.connections = 0
+        self.first = ""
+
+    def opened(self) -> None:
+        """Count one connection; raises BudgetSpent past ``max_connections``."""
+        self.connections += 1
+        if self.connections > self.max_connections:
+            raise BudgetSpent(f"the test opened {self.max_connections} connections (hypothesis keeps "
+                              f"retrying a failure); the kit stops it here"
+                              + (f". First timeout: {self.first}" if self.first else ""))
+
+    def left(self) -> float:
+        """Seconds of I/O left (inf without a wall-clock limit); raises BudgetSpent at 0."""
+        now = time.monotonic()
+        if self.run_deadline is not None and self.run_deadline <= now:
+            raise BudgetSpent(f"the run's time allowance of {self.run_seconds:g} s (cases x timeout "
+                              f"+ slack) is spent: the target kept the kit waiting; the remaining "
+                              f"tests stop at their first I/O"
+                              + (f"; first timeout: {self.first}" if self.first else ""))
+        run_left = float("inf") if self.run_deadline is None else self.run_deadline - now
+        if self.deadline is None:
+            return run_left
+        left = self.deadline - now
+        if left <= 0:
+            raise BudgetSpent(f"the test's I/O budget of {self.seconds:g} s is spent (the target kept "
+                              f"the kit busy: a flood, or a loop of answers that never ends)"
+                              + (f"; first timeout: {self.first}" if self.first else ""))
+        return min(left, run_left)
+
+    def timed_out(self, reason: str) -> None:
+        """Count one receive left unanswered; raises BudgetSpent when it is one too many."""
+        self.timeouts += 1
+        self.first = self.first or reason
+        if self.timeouts >= self.max_timeouts:
+            raise BudgetSpent(f"{self.timeouts} receives timed out in this test; the kit stops it "
+                              f"here. First: {self.first}")
+
+
+@dataclass(frozen=True)
+class TranscriptLimits:
+    """What a transcript keeps: the first ``entries`` entries of each connection (then only its
+    last one), at most ``entry_bytes`` of each entry's bytes, and ``total_bytes`` of bytes over
+    all the test's connections (then lengths only). The full lengths are always counted."""
+    entries: int = 1000
+    entry_bytes: int = 4096
+    total_bytes: int = 8 << 20
+
+
+class _TranscriptBytes:
+    """The byte allowance the transcripts of one test share."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
 
 
 class TargetError(AssertionError):
@@ -54,8 +156,13 @@ class TargetMalformed(TargetError):
 class TranscriptEntry:
     time: float
     direction: str        # "->" sent by the kit, "<-" received, "--" event
-    data: bytes
+    data: bytes           # at most TranscriptLimits.entry_bytes of them
     note: str
+    length: int = -1      # the full length (-1: len(data))
+
+    def __post_init__(self) -> None:
+        if self.length < 0:
+            self.length = len(self.data)
 
 
 @dataclass
@@ -63,27 +170,58 @@ class Transcript:
     name: str = ""
     entries: list[TranscriptEntry] = field(default_factory=list)
     start: float = field(default_factory=time.monotonic)
+    limits: TranscriptLimits = field(default_factory=TranscriptLimits)
+    #: Entries not kept (past ``limits.entries``) and the bytes they carried.
+    cut_entries: int = 0
+    cut_bytes: int = 0
+    #: The newest entry once entries are cut (the end of the conversation: the failure).
+    last: TranscriptEntry | None = None
+    _budget: _TranscriptBytes | None = field(default=None, repr=False)
 
     def add(self, direction: str, data: bytes, note: str = "") -> None:
-        self.entries.append(TranscriptEntry(time.monotonic() - self.start, direction, bytes(data), note))
+        if self._budget is None:
+            self._budget = _TranscriptBytes(self.limits.total_bytes)
+        keep = min(len(data), self.limits.entry_bytes, max(self._budget.left, 0))
+        self._budget.left -= keep
+        entry = TranscriptEntry(time.monotonic() - self.start, direction, bytes(data[:keep]), note, len(data))
+        if len(self.entries) < self.limits.entries:
+            self.entries.append(entry)
+            return
+        if self.last is not None:
+            self.cut_entries += 1
+            self.cut_bytes += self.last.length
+        self.last = entry
+
+    def _cut_note(self) -> TranscriptEntry | None:
+        if self.last is None:
+            return None
+        return TranscriptEntry(self.last.time, "--", b"",
+                               f"transcript cut: {self.cut_entries} entries ({self.cut_bytes} bytes) "
+                               f"not kept; the last one follows")
+
+    def _shown(self) -> list[TranscriptEntry]:
+        cut = self._cut_note()
+        return self.entries + ([cut, self.last] if cut is not None else [])
 
     def to_json(self, max_bytes: int = 4096) -> dict:
         """The transcript as data (the report's wire log): per entry the time in seconds, the
         direction, the bytes in hex (at most ``max_bytes`` of them), the decoded note and the
         full length."""
         return {"name": self.name,
-                "entries": [[round(e.time, 6), e.direction, e.data[:max_bytes].hex(), e.note, len(e.data)]
-                            for e in self.entries]}
+                "entries": [[round(e.time, 6), e.direction, e.data[:max_bytes].hex(), e.note, e.length]
+                            for e in self._shown()]}
 
     def render(self, max_bytes: int = 256) -> str:
         lines = [f"transcript {self.name}".rstrip()]
-        for e in self.entries:
+        for e in self._shown():
             hexed = e.data[:max_bytes].hex(" ")
-            if len(e.data) > max_bytes:
-                hexed += f" ... ({len(e.data)} bytes)"
+            if e.length > min(max_bytes, len(e.data)):
+                hexed += f" ... ({e.length} bytes)"
             lines.append(f"{e.time:8.3f}s {e.direction} {e.note}")
             if e.data:
                 lines.append(f"           {hexed}")
+            elif e.length:
+                lines.append(f"           ({e.length} bytes, not kept: the transcript's byte limit)")
         return "\n".join(lines)
 
 
@@ -91,11 +229,12 @@ class Connection:
     """One TCP connection to the target, speaking ``spec``'s codec."""
 
     def __init__(self, sock: socket.socket, spec, timeout: float, transcript: Transcript,
-                 decoder=None, encode=None) -> None:
+                 decoder=None, encode=None, budget: Budget | None = None) -> None:
         self.sock = sock
         self.spec = spec
         self.timeout = timeout
         self.transcript = transcript
+        self.budget = budget if budget is not None else Budget()
         # It reads what the target sends; a protocol whose decoding depends on the session
         # (SignalR's negotiated hub protocol) passes its own decoder and encoder.
         self.decoder = decoder if decoder is not None else spec.make_decoder(origin="server")
@@ -111,14 +250,16 @@ class Connection:
         data = b"".join(i if isinstance(i, (bytes, bytearray)) else self.encode(i) for i in items)
         self.transcript.add("->", data, self._describe(items))
         pieces = _split(data, chunks)
-        self.sock.settimeout(self.timeout)
+        self.sock.settimeout(min(self.timeout, self.budget.left()))
         try:
             for piece in pieces:
                 self._write(piece)
         except socket.timeout:
             self.transcript.add("--", b"", "send timed out: the target is not reading")
-            raise TargetTimeout(f"target stopped reading: could not send {len(data)} bytes within "
-                                f"{self.timeout:g} s") from None
+            self.budget.left()                   # the wall-clock budget, if that is what ran out
+            reason = f"target stopped reading: could not send {len(data)} bytes within {self.timeout:g} s"
+            self.budget.timed_out(reason)
+            raise TargetTimeout(reason) from None
         except OSError as exc:
             self.transcript.add("--", b"", f"send failed: {exc}")
             raise TargetClosed(f"target closed the connection while the kit was sending: {exc}") from None
@@ -170,8 +311,10 @@ class Connection:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.transcript.add("--", b"", f"timeout waiting for {expecting}")
-                raise TargetTimeout(f"no answer within {self.timeout if timeout is None else timeout:g} s "
-                                    f"(expected {expecting})")
+                reason = (f"no answer within {self.timeout if timeout is None else timeout:g} s "
+                          f"(expected {expecting})")
+                self.budget.timed_out(reason)
+                raise TargetTimeout(reason)
             if self.closed_by_peer:
                 raise TargetClosed(f"target closed the connection (expected {expecting})")
             data = self._read(remaining)
@@ -187,13 +330,22 @@ class Connection:
                 self.transcript.add("<-", data, f"undecodable: {exc.category}: {exc.message}")
                 raise TargetMalformed(f"target sent a malformed frame: {exc.category} at byte "
                                       f"{exc.offset}: {exc.message}") from None
-            self.transcript.add("<-", data, "; ".join(_short(self.spec.frame_to_dict(f)) for f in frames)
-                                or f"partial ({self.decoder.buffered} bytes buffered)")
+            self.transcript.add("<-", data, self._received(frames))
             self._frames.extend(frames)
         return self._frames.pop(0)
 
+    #: Frames of one read described in the transcript (a flood brings thousands per read).
+    DESCRIBED_FRAMES = 16
+
+    def _received(self, frames: list) -> str:
+        if not frames:
+            return f"partial ({self.decoder.buffered} bytes buffered)"
+        shown = "; ".join(_short(self.spec.frame_to_dict(f)) for f in frames[:self.DESCRIBED_FRAMES])
+        more = len(frames) - self.DESCRIBED_FRAMES
+        return shown + (f"; ... and {more} more frames" if more > 0 else "")
+
     def _read(self, timeout: float) -> bytes | None:
-        self.sock.settimeout(max(timeout, 0.001))
+        self.sock.settimeout(max(min(timeout, self.budget.left()), 0.001))
         try:
             return self.sock.recv(65536)
         except socket.timeout:
@@ -229,6 +381,7 @@ class Connection:
                           f"{_short(self.spec.frame_to_dict(frame))}" + (f" ({reason})" if reason else ""))
 
     def close(self) -> None:
+        self._frames = []              # a flood's unread frames: a test may open hundreds of connections
         try:
             self.sock.close()
         except OSError:
@@ -274,9 +427,10 @@ class WebSocketConnection(Connection):
     concatenated payload of the data messages. Pings are answered; a close frame is a close."""
 
     def __init__(self, sock: socket.socket, spec, timeout: float, transcript: Transcript,
-                 decoder=None, encode=None, binary: bool = False, pending: bytes = b"") -> None:
+                 decoder=None, encode=None, binary: bool = False, pending: bytes = b"",
+                 budget: Budget | None = None) -> None:
         from conformance import websocket
-        super().__init__(sock, spec, timeout, transcript, decoder, encode)
+        super().__init__(sock, spec, timeout, transcript, decoder, encode, budget)
         self._ws = websocket
         self.binary = binary
         self.frames = websocket.FrameReader()
@@ -332,24 +486,29 @@ class Target:
     a ``ws://``/``http://`` address when the target is reached through HTTP + WebSocket."""
 
     def __init__(self, host: str, port: int, spec, profile, timeout: float = DEFAULT_TIMEOUT,
-                 embedded: bool = False, url: str | None = None) -> None:
+                 embedded: bool = False, url: str | None = None, budget: Budget | None = None,
+                 transcript_limits: TranscriptLimits | None = None) -> None:
         self.host, self.port, self.spec, self.profile = host, port, spec, profile
         self.url = url
         self.timeout = timeout
         self.embedded = embedded
+        self.budget = budget if budget is not None else Budget()
+        self.transcript_limits = transcript_limits or TranscriptLimits()
+        self._transcript_bytes = _TranscriptBytes(self.transcript_limits.total_bytes)
         self.connections: list[Connection] = []
         self.transcripts: list[Transcript] = []
 
     def connect(self, name: str = "", *, decoder=None, encode=None) -> Connection:
         transcript = self._transcript(name)
         transcript.add("--", b"", f"connect {self.host}:{self.port}")
+        self.budget.opened()
         try:
-            sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+            sock = socket.create_connection((self.host, self.port), timeout=min(self.timeout, self.budget.left()))
         except OSError as exc:
             transcript.add("--", b"", f"connect failed: {exc}")
             raise TargetClosed(f"cannot connect to {self.host}:{self.port}: {exc}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = Connection(sock, self.spec, self.timeout, transcript, decoder, encode)
+        conn = Connection(sock, self.spec, self.timeout, transcript, decoder, encode, self.budget)
         self.connections.append(conn)
         return conn
 
@@ -359,19 +518,21 @@ class Target:
         from conformance import websocket
         transcript = self._transcript(name)
         transcript.add("--", b"", f"websocket {url}")
+        self.budget.opened()
         ws_url = "ws" + url[4:] if url.startswith("http") else url
         try:
-            sock, pending = websocket.open_socket(ws_url, self.timeout, headers)
+            sock, pending = websocket.open_socket(ws_url, min(self.timeout, self.budget.left()), headers)
         except (OSError, websocket.WebSocketError) as exc:
             transcript.add("--", b"", f"websocket failed: {exc}")
             raise TargetClosed(f"cannot open a WebSocket to {url}: {exc}") from None
         conn = WebSocketConnection(sock, self.spec, self.timeout, transcript, decoder, encode,
-                                   binary, pending)
+                                   binary, pending, self.budget)
         self.connections.append(conn)
         return conn
 
     def _transcript(self, name: str) -> Transcript:
-        transcript = Transcript(name or f"connection {len(self.transcripts) + 1}")
+        transcript = Transcript(name or f"connection {len(self.transcripts) + 1}",
+                                limits=self.transcript_limits, _budget=self._transcript_bytes)
         self.transcripts.append(transcript)
         return transcript
 

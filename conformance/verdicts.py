@@ -1,7 +1,8 @@
 """Verdicts of black-box tests and requirement coverage.
 
-PASS; FAIL (a MUST broken); TIMEOUT (the target did not answer in time: a FAIL whose reason is
-silence, kept apart so a hung target is told from a wrong one); NON-STRICT (only SHOULD/MAY
+PASS; FAIL (a MUST broken); TIMEOUT (the target did not answer in time, or kept the test busy
+past its budget: a FAIL whose reason is silence or a flood, kept apart so a hung target is told
+from a wrong one); NON-STRICT (only SHOULD/MAY
 requirements broken: passes unless ``--strict``); WAIVED (the profile waives every requirement
 the test checks); UNIMPLEMENTED (an optional feature the profile says the target lacks: the
 test calls :func:`unimplemented`, which skips it with that verdict); INFORMATIONAL (the test's
@@ -73,7 +74,7 @@ def classify(report, call, proto: str, ids: list[str], profile, strict: bool) ->
         return PASS
     if report.when != "call":
         return HARNESS_ERROR
-    from conformance.target import TargetTimeout
+    from conformance.target import TargetTimeout, spent_in
     waivers = profile.waivers if profile is not None else {}
     if ids and all(i in waivers for i in ids):
         report.outcome = "skipped"
@@ -83,7 +84,8 @@ def classify(report, call, proto: str, ids: list[str], profile, strict: bool) ->
         report.outcome = "skipped"
         report.wasxfail = "NON-STRICT: " + _first_line(call)
         return NON_STRICT
-    if call.excinfo is not None and call.excinfo.errisinstance(TargetTimeout):
+    if call.excinfo is not None and (call.excinfo.errisinstance(TargetTimeout)
+                                     or spent_in(call.excinfo.value) is not None):
         return TIMEOUT
     return FAIL
 

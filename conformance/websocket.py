@@ -18,6 +18,8 @@ import json
 import os
 import socket
 import struct
+import threading
+import time
 from typing import Optional
 from urllib.parse import urlsplit
 
@@ -117,7 +119,10 @@ class FrameReader:
 
 
 def open_socket(url: str, timeout: float, headers: Optional[dict] = None) -> tuple[socket.socket, bytes]:
-    """Connect and upgrade; returns the socket and any bytes read past the response headers."""
+    """Connect and upgrade; returns the socket and any bytes read past the response headers.
+    ``timeout`` bounds the whole upgrade, not each read: a server trickling its response a byte
+    at a time must not keep the kit waiting ``MAX_HEADERS`` times over."""
+    deadline = time.monotonic() + timeout
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -131,12 +136,17 @@ def open_socket(url: str, timeout: float, headers: Optional[dict] = None) -> tup
         sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
         response = bytearray()
         while b"\r\n\r\n" not in response:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout
+            sock.settimeout(left)
             chunk = sock.recv(4096)
             if not chunk:
                 raise WebSocketError("connection closed during the WebSocket upgrade")
             response += chunk
             if len(response) > MAX_HEADERS:
                 raise WebSocketError("upgrade response headers too long")
+        sock.settimeout(timeout)
     except socket.timeout:
         sock.close()
         raise WebSocketError(f"no upgrade response within {timeout:g} s") from None
@@ -157,17 +167,41 @@ def open_socket(url: str, timeout: float, headers: Optional[dict] = None) -> tup
 
 
 def negotiate(url: str, timeout: float, version: Optional[int] = 1) -> dict:
-    """SignalR negotiate (SPEC_NOTES: ``POST {hub}/negotiate?negotiateVersion=1``, empty body)."""
+    """SignalR negotiate (SPEC_NOTES: ``POST {hub}/negotiate?negotiateVersion=1``, empty body).
+    ``timeout`` bounds the whole exchange: http.client's timeout is per read, and a server that
+    trickles its status line would otherwise hold the kit for 64 KiB of seconds. A malformed
+    answer (http.client.HTTPException) is a WebSocketError like any other refusal."""
     parts = urlsplit(url)
     conn_class = http.client.HTTPSConnection if parts.scheme in ("https", "wss") else http.client.HTTPConnection
     conn = conn_class(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
     path = parts.path.rstrip("/") + "/negotiate" + ("" if version is None else f"?negotiateVersion={version}")
+    expired = threading.Event()
+
+    def cut() -> None:                 # unblocks the read in progress: it sees the end of input
+        expired.set()
+        if conn.sock is not None:
+            try:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+    watchdog = threading.Timer(timeout, cut)
+    watchdog.daemon = True
+    watchdog.start()
     try:
         conn.request("POST", path, body=b"", headers={"Content-Length": "0"})
         response = conn.getresponse()
         body = response.read(MAX_HEADERS)
+    except (http.client.HTTPException, OSError) as exc:
+        if expired.is_set():
+            raise WebSocketError(f"no complete negotiate answer within {timeout:g} s") from None
+        if isinstance(exc, OSError):
+            raise
+        raise WebSocketError(f"negotiate answer is not HTTP: {exc!r}") from None
     finally:
+        watchdog.cancel()
         conn.close()
+    if expired.is_set():
+        raise WebSocketError(f"no complete negotiate answer within {timeout:g} s")
     if response.status != 200:
         raise WebSocketError(f"negotiate answered HTTP {response.status}")
     try:

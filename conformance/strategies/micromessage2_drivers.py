@@ -51,7 +51,15 @@ BARRIER = "x-wirecheck-barrier"
 #: More frames than this before the barrier's ERROR: the server floods (the machine never
 #: has that many messages in play).
 MAX_ANSWERS = 512
+#: Frames a connection may hold unread before the driver calls it a flood and drops it (a
+#: machine step reads at most MAX_ANSWERS; between steps only the broker's timers add frames).
+MAX_UNREAD = 8 * MAX_ANSWERS
 _SEQ = struct.Struct(">H")
+
+
+class WaitExpired(AssertionError):
+    """A bounded wait on the broker ran out (the suite counts these against the test's budget:
+    hypothesis would otherwise repeat each one while shrinking)."""
 
 
 def split_at_barrier(frames: list, errors: int) -> tuple[list, list]:
@@ -220,10 +228,24 @@ class _RecordingClient(MM2Client):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.log: deque = deque()
+        self.flooded = False
         self.arrived = asyncio.Event()
         self.ended = asyncio.Event()
 
     def on_frame(self, frame) -> None:
+        if self.flooded:
+            return
+        if len(self.log) >= MAX_UNREAD:
+            # A target that floods (an endless stream of valid frames) must not grow the kit's
+            # memory without bound: stop reading, drop the connection, fail the next wait.
+            self.flooded = True
+            self.log.clear()
+            while not self.messages.empty():   # held by failures' tracebacks otherwise
+                self.messages.get_nowait()
+            del self.errors[20:]
+            self.writer.transport.abort()
+            self.arrived.set()
+            return
         super().on_frame(frame)
         if not isinstance(frame, Handshake):
             self.log.append(frame)
@@ -234,13 +256,22 @@ class _RecordingClient(MM2Client):
         self.ended.set()
         self.arrived.set()
 
+    async def close(self) -> None:
+        # Drop what the connection received: a failed example's exception keeps this client
+        # alive (hypothesis holds on to it), and a flooding target fills these.
+        await super().close()
+        self.log.clear()
+        while not self.messages.empty():
+            self.messages.get_nowait()
+        self.reader = self.decoder = None
+
     async def wait_for_frames(self, timeout: float, what: str) -> None:
         """Wait (at most ``timeout`` seconds) for another frame or the end of the connection."""
         self.arrived.clear()
         try:
             await asyncio.wait_for(self.arrived.wait(), timeout)
         except TimeoutError:
-            raise AssertionError(f"nothing came within {timeout} s while waiting for {what}") from None
+            raise WaitExpired(f"nothing came within {timeout} s while waiting for {what}") from None
 
 
 class WireDriver:
@@ -283,7 +314,7 @@ class WireDriver:
         try:
             return self.loop.run_until_complete(asyncio.wait_for(coro, 4 * self.timeout))
         except TimeoutError:
-            raise AssertionError(f"timed out: {what}") from None
+            raise WaitExpired(f"timed out: {what}") from None
 
     def open(self, slot: int, terms) -> tuple[str, ...]:
         host, port = self._address()
@@ -330,8 +361,11 @@ class WireDriver:
                 frames.append(frame)
                 if len(frames) > MAX_ANSWERS:
                     raise AssertionError(f"connection {slot}: {len(frames)} frames and no barrier ERROR")
+            if client.flooded:
+                raise AssertionError(f"connection {slot}: more than {MAX_UNREAD} frames came unasked; "
+                                     "the driver dropped the connection")
             if client.ended.is_set():
-                raise AssertionError(f"connection {slot} closed by the broker (errors: {client.errors})")
+                raise AssertionError(f"connection {slot} closed by the broker (errors: {client.errors[:20]})")
             await client.wait_for_frames(self.timeout, f"the barrier's ERROR on connection {slot} "
                                          f"({errors} other ERROR frame(s) expected first)")
 
@@ -356,7 +390,7 @@ class WireDriver:
         try:
             await asyncio.wait_for(client.ended.wait(), self.timeout)
         except TimeoutError:
-            raise AssertionError(f"the broker did not close connection {slot} after its EOF") from None
+            raise WaitExpired(f"the broker did not close connection {slot} after its EOF") from None
         await client.close()
 
     @staticmethod

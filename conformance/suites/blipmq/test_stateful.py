@@ -13,13 +13,11 @@ opens a fresh connection and uses its own topics; QoS1 deliveries are acked at o
 redelivery timer on the target can fire between steps.
 """
 import pytest
-from hypothesis import HealthCheck, settings
-from hypothesis.stateful import run_state_machine_as_test
 
 from conformance.strategies.blipmq_machine import BlipMachine, WireDriver
+from conformance.strategies.wire_settings import run_machine, wire_settings
 
-WIRE = settings(max_examples=15, stateful_step_count=30, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow])
+WIRE = wire_settings(15, 30)
 
 
 class MustMachine(BlipMachine):
@@ -43,7 +41,7 @@ def _run(blip, machine_class) -> None:
         conn = blip.connect(hello=False, auth=False, name="state machine")
         return machine_class(WireDriver(conn, api_key=blip.api_key, topic_prefix=blip.topic("sm"),
                                         connect=lambda: blip.connect(hello=False, auth=False, name="probe")))
-    run_state_machine_as_test(fresh_machine, settings=WIRE)
+    run_machine(fresh_machine, WIRE)
 
 
 @pytest.mark.requirement(

@@ -18,14 +18,12 @@ The clients' frames are not kept as transcripts (the machine's messages say what
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, settings
-from hypothesis.stateful import run_state_machine_as_test
 
-from conformance.strategies.micromessage2_drivers import TargetDriver
+from conformance.strategies.micromessage2_drivers import TargetDriver, WaitExpired
 from conformance.strategies.micromessage2_machine import WindowMachine
+from conformance.strategies.wire_settings import run_machine, wire_settings
 
-WIRE = settings(max_examples=25, stateful_step_count=20, deadline=None, database=None,
-                report_multiple_bugs=False, suppress_health_check=[HealthCheck.too_slow])
+WIRE = wire_settings(25, 20, report_multiple_bugs=False)
 
 
 def _run(mm2, probes: bool) -> None:
@@ -37,11 +35,24 @@ def _run(mm2, probes: bool) -> None:
 
     Machine.probes = probes
 
+    class Driver(TargetDriver):
+        # The driver speaks through the reference client, not conformance.target: count its
+        # timeouts against the test's budget here (target.Budget: hypothesis would otherwise
+        # repeat every timeout while shrinking).
+        def _run(self, coro, what: str):
+            try:
+                return super()._run(coro, what)
+            except WaitExpired as exc:
+                target.budget.timed_out(str(exc))
+                raise
+
     def fresh_machine():
-        return Machine(lambda first, send: TargetDriver(
+        target.budget.left()              # the wall-clock budget, and one connection per example
+        target.budget.opened()
+        return Machine(lambda first, send: Driver(
             target.host, target.port, mm2.reading, send, f"wirecheck-sm-{uuid.uuid4().hex[:8]}",
             timeout=target.timeout))
-    run_state_machine_as_test(fresh_machine, settings=WIRE)
+    run_machine(fresh_machine, WIRE)
 
 
 @pytest.mark.requirement("MM2-ACK-001", "MM2-ACK-002", "MM2-ACK-003", "MM2-ACK-004", "MM2-ACK-005",

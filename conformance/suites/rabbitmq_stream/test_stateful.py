@@ -16,14 +16,12 @@ Probe connections, brought to a phase of the handshake or past Open, send one co
 out of the handshake's order, before Open, unknown keys, Close, malformed frames (SHOULD run).
 """
 import pytest
-from hypothesis import HealthCheck, settings
-from hypothesis.stateful import run_state_machine_as_test
 
 from conformance.strategies.rabbitmq_stream_drivers import WireDriver
 from conformance.strategies.rabbitmq_stream_machine import StreamMachine
+from conformance.strategies.wire_settings import run_machine, wire_settings
 
-WIRE = settings(max_examples=15, stateful_step_count=30, deadline=None, database=None,
-                derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+WIRE = wire_settings(15, 30, derandomize=True)
 
 
 class MustMachine(StreamMachine):
@@ -55,7 +53,7 @@ def _run(rmqs, machine_class) -> None:
                             keys_26_30=rmqs.profile.feature("keys_26_30"),
                             connect=lambda: rmqs.connect("tcp", name="probe"))
         return machine_class(driver)
-    run_state_machine_as_test(fresh_machine, settings=WIRE)
+    run_machine(fresh_machine, WIRE)
 
 
 @pytest.mark.requirement(

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 import uuid
 
 import pytest
 
 from conformance import websocket
-from conformance.target import Connection, TargetClosed, TargetError
+from conformance.target import Connection, TargetClosed, TargetError, TargetTimeout
 from reference_impl.signalr import codec
 from reference_impl.signalr.messages import (Close, Completion, HandshakeRequest, HandshakeResponse,
                                              Invocation, Ping, StreamCompletion, StreamInvocation,
@@ -119,9 +120,17 @@ class Sig:
     # -- receiving -------------------------------------------------------------------------
 
     def recv(self, conn, expecting: str = "a message", timeout: float | None = None):
-        """The next message other than a keep-alive Ping."""
+        """The next message other than a keep-alive Ping, within one timeout however many
+        Pings come first (a target sending nothing but Pings must not keep the suite reading)."""
+        limit = conn.timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
         while True:
-            message = conn.recv(timeout, expecting=expecting)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                reason = f"only keep-alive Pings for {limit:g} s (expected {expecting})"
+                conn.budget.timed_out(reason)
+                raise TargetTimeout(reason)
+            message = conn.recv(left, expecting=expecting)
             if not isinstance(message, Ping):
                 return message
 

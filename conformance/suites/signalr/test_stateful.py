@@ -8,14 +8,12 @@ close) and, past it, what ends a connection (Close, a second handshake, a malfor
 The SHOULD run also checks the v1 rules of SPEC_NOTES.md (Ack, Sequence and unknown types
 ignored; a Close with the error before a protocol error's close), marked with SHOULD IDs only."""
 import pytest
-from hypothesis import HealthCheck, settings
-from hypothesis.stateful import run_state_machine_as_test
 
 from conformance.strategies.signalr_machine import HubMachine, WireDriver
+from conformance.strategies.wire_settings import run_machine, wire_settings
 from conformance.verdicts import unimplemented
 
-WIRE = settings(max_examples=10, stateful_step_count=25, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow])
+WIRE = wire_settings(10, 25)
 
 
 class WireMachine(HubMachine):
@@ -52,4 +50,4 @@ def _run(sig, machine_class) -> None:
     def fresh_machine():
         del transcripts[first:]          # keep the (shrunk) failing example's transcript only
         return machine_class(WireDriver(sig, sig.connect(name="state machine")))
-    run_state_machine_as_test(fresh_machine, settings=WIRE)
+    run_machine(fresh_machine, WIRE)

@@ -7,13 +7,11 @@ brought them (the target's ack timeout never runs out); error texts and headers 
 profile's are not compared. The machine is in conformance/strategies/vibemq_machine.py;
 tests/test_vibemq_stateful.py runs it in memory, with redelivery on a frozen clock."""
 import pytest
-from hypothesis import HealthCheck, settings
-from hypothesis.stateful import run_state_machine_as_test
 
 from conformance.strategies.vibemq_machine import VibeMachine, WireDriver
+from conformance.strategies.wire_settings import run_machine, wire_settings
 
-WIRE = settings(max_examples=30, stateful_step_count=30, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow])
+WIRE = wire_settings(30, 30)
 
 
 @pytest.mark.requirement("VIBE-PING-001", "VIBE-PUB-001", "VIBE-PUB-002", "VIBE-SUB-001",
@@ -43,4 +41,4 @@ def _run(vibe, machine_class) -> None:
     def fresh_machine():
         del transcripts[first:]          # keep the (shrunk) failing example's transcript only
         return machine_class(WireDriver(vibe))
-    run_state_machine_as_test(fresh_machine, settings=WIRE)
+    run_machine(fresh_machine, WIRE)

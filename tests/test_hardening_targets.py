@@ -1,0 +1,171 @@
+"""The kit against hostile targets, fast version (soak/hostile_targets.py runs the full one):
+for every protocol (SignalR over raw TCP and over HTTP + WebSocket), ``wirecheck check`` in a
+child process against a black hole, an endless stream of valid frames, a ~4 GiB length prefix
+and a reset on connect must end within ``cases x timeout + 60 s``, give every case a verdict
+(FAIL/TIMEOUT with a reason), keep its peak memory under the bound and exit non-zero.
+
+One handshake case per protocol with a 0.3 s receive timeout keeps it to seconds (the quick
+soak run, ``python -m soak.hostile_targets --quick``, adds the hypothesis state machines, whose
+shrinking is what repeats a failure, and the other four servers).
+Plus the kit's own bounds, in process: a bounded transcript and a per-test budget.
+"""
+from __future__ import annotations
+
+import pytest
+
+import time
+
+from conformance.target import Budget, BudgetSpent, Transcript, TranscriptLimits, spent_in
+from soak import hostile_targets as soak
+from tests import hostile_targets
+
+#: A handshake test per protocol: one connection, one answer expected.
+FAST_SELECTION = {
+    "blipmq": "test_document_hello_sample_gets_ack_zero",
+    "vibemq": "test_connect_is_acknowledged",
+    "micromessage2": "test_offer_without_extensions_gets_a_handshake",
+    "rabbitmq-stream": "test_full_handshake",
+    "signalr": "test_handshake_then_the_chosen_protocol",
+}
+SERVERS = ("black-hole", "endless", "huge-length", "rst-on-connect")
+#: SignalR over WebSocket: the parts of its own (negotiate and upgrade bounded as a whole, a
+#: WebSocket frame declaring ~4 GiB); the raw TCP run covers the other two.
+WS_SERVERS = ("black-hole", "huge-length")
+
+
+@pytest.mark.parametrize("label,protocol,transport", soak.TARGETS, ids=[t[0] for t in soak.TARGETS])
+def test_kit_survives_hostile_targets(label, protocol, transport, tmp_path):
+    soak._raise_nofile()
+    extra = ["-k", FAST_SELECTION[protocol]]
+    expected = soak.collect(protocol, extra, str(tmp_path))
+    assert expected, "the selection must name at least one case"
+    for kind in (WS_SERVERS if transport == "ws" else SERVERS):
+        result = soak.run_case(label, protocol, transport, kind, timeout=soak.QUICK_TIMEOUT, extra=extra,
+                               expected=expected, workdir=str(tmp_path))
+        assert result["ok"], (kind, result)
+        assert result["verdicts"].keys() <= {"FAIL", "TIMEOUT"}, (kind, result["verdicts"])
+
+
+def test_transcript_is_bounded_and_says_it_was_cut():
+    t = Transcript("flood", limits=TranscriptLimits(entries=10, entry_bytes=8, total_bytes=40))
+    for i in range(1000):
+        t.add("<-", bytes(100), f"frame {i}")
+    assert len(t.entries) == 10
+    assert all(len(e.data) <= 8 for e in t.entries) and sum(len(e.data) for e in t.entries) <= 40
+    assert t.entries[0].length == 100
+    shown = t.to_json()["entries"]
+    assert len(shown) == 12 and "transcript cut: 989 entries" in shown[10][3]
+    assert shown[-1][3] == "frame 999"
+    assert "transcript cut" in t.render()
+
+
+def test_budget_stops_a_test_after_repeated_timeouts_and_connections():
+    b = Budget(None, max_timeouts=2, max_connections=3)
+    b.timed_out("first")
+    with pytest.raises(BudgetSpent, match="First: first"):
+        b.timed_out("second")
+    for _ in range(3):
+        b.opened()
+    with pytest.raises(BudgetSpent, match="3 connections"):
+        b.opened()
+    assert not issubclass(BudgetSpent, Exception)     # no helper's except clause swallows it
+    spent = Budget(0.0)
+    with pytest.raises(BudgetSpent, match="budget of 0 s"):
+        spent.left()
+
+
+def test_the_run_allowance_bounds_every_test_budget():
+    run_end = time.monotonic() + 0.5
+    b = Budget(60.0, run_deadline=run_end, run_seconds=0.5)
+    assert 0 < b.left() <= 0.5                       # the run's end comes first
+    late = Budget(60.0, run_deadline=time.monotonic() - 0.01, run_seconds=7.0)
+    with pytest.raises(BudgetSpent, match="run's time allowance of 7 s"):
+        late.left()
+    assert Budget(None, run_deadline=run_end, run_seconds=0.5).left() <= 0.5
+
+
+def test_a_spent_budget_is_found_behind_what_hypothesis_raises_about_it():
+    spent = BudgetSpent("out of time")
+    try:
+        try:
+            raise spent
+        except BudgetSpent:
+            raise RuntimeError("Inconsistent data generation!")  # as hypothesis does
+    except RuntimeError as exc:
+        assert spent_in(exc) is spent
+    assert spent_in(ValueError("x")) is None and spent_in(None) is None
+
+
+def test_the_run_allowance_ends_a_run_against_a_black_hole(tmp_path):
+    """Ten cases against a black hole with a budget of its own per test far larger than the
+    run's: the run allowance (here 3 s) stops them all, each a TIMEOUT that says so."""
+    import json
+    import subprocess
+    import sys
+    server = hostile_targets.start("black-hole", "blipmq")
+    report = tmp_path / "r.json"
+    try:
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "conformance.cli", "check", "--protocol", "blipmq",
+                               "--target", server.target, "--timeout", "1", "--report", str(report), "--",
+                               "-p", "no:randomly", "--wirecheck-run-budget", "3", "-k", "test_framing"],
+                              cwd=soak.ROOT, capture_output=True, text=True, timeout=120)
+        wall = time.monotonic() - started
+    finally:
+        server.close()
+    tests = json.loads(report.read_text())["tests"]
+    assert proc.returncode != 0 and len(tests) >= 10, proc.stdout[-2000:]
+    assert {t["verdict"] for t in tests} == {"TIMEOUT"}
+    assert any("run's time allowance of 3 s" in (t.get("message") or "") for t in tests)
+    # Every case would otherwise wait its 1 s receive timeout three times over.
+    assert wall < 3 + 25, wall
+
+
+@pytest.mark.parametrize("kind", hostile_targets.KINDS)
+def test_hostile_servers_behave_as_named(kind):
+    """Each server does what its name says (seen from a plain socket), so the runs above test
+    what they claim."""
+    import socket
+    import time
+    server = hostile_targets.start(kind, "blipmq", interval=0.05)
+    try:
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        from reference_impl.blipmq.codec import Hello, encode
+        try:
+            sock.sendall(encode(Hello(1, 1)))
+        except OSError:
+            pass
+        got, end = b"", time.monotonic() + 1.0
+        closed = False
+        while time.monotonic() < end and len(got) < 200000:
+            sock.settimeout(max(end - time.monotonic(), 0.01))
+            try:
+                chunk = sock.recv(65536)
+            except socket.timeout:
+                break
+            except ConnectionResetError:
+                closed = True
+                break
+            if not chunk:
+                closed = True
+                break
+            got += chunk
+        sock.close()
+    finally:
+        server.close()
+    if kind == "black-hole":
+        assert not got and not closed
+    elif kind == "rst-on-connect":
+        assert closed and not got
+    elif kind == "rst-mid-frame":
+        assert closed and 0 < len(got) < 13
+    elif kind == "huge-length":
+        assert got[:4] == b"\xff\xff\xff\xf0" and not closed
+    elif kind == "endless":
+        assert len(got) >= 100000 and not closed
+    elif kind == "trickle":
+        assert 0 < len(got) < 40 and not closed
+    elif kind == "garbage":
+        assert len(got) > 1000
+    elif kind == "never-close":
+        assert got and not closed            # the broker's ACK to HELLO, and the connection stays
