@@ -111,6 +111,9 @@ class FlowResult:
     actual: str | None = None
     transcript: dict | None = None
     rewritten: bool = False
+    #: Requirement IDs the target broke, as the protocol's observer judged the replayed
+    #: conversation (pipeline/flows.py LiveFlow: the same rules as the Spark pipeline's).
+    requirements: list[str] = field(default_factory=list)
 
 
 def diff(expected: Any, actual: Any, path: str = "") -> list[str]:
@@ -160,6 +163,10 @@ class _Flow:
         # the rules' rewriter: ``rewriting`` while the client's bytes survive decode + encode;
         # its ``unmap`` applies to the target's answers for the whole connection
         self.rewriter = replay.rules.make_rewriter()
+        # the observer, on what was really sent and what the target really answered
+        from pipeline.flows import LiveFlow
+        self.check = LiveFlow(spec, conn.client, conn.server, time.monotonic(), profile, conn.name)
+        self.check.conn.mid_stream = conn.mid_stream
         self.rewriting = self.rewriter is not None
         self.pending_client = b""           # client bytes held until a frame is whole (rewriting)
         self.actual: deque = deque()        # ("frame", dict, frame) or ("error", category, msg)
@@ -224,6 +231,7 @@ class _Flow:
         if not data:
             self._target_closed("fin", "")
             return
+        self.check.data("s2c", data, time.monotonic())
         if self.live_dead:
             return
         try:
@@ -259,6 +267,7 @@ class _Flow:
                 pass
         if self.live_closed is None:
             self.live_closed = how
+            self.check.ended("s2c", how, time.monotonic())
             self.transcript.add("--", b"", f"target closed the connection ({how}{': ' + detail if detail else ''})")
         self._unregister()
 
@@ -347,6 +356,7 @@ class _Flow:
         return b"".join(out)
 
     def _send(self, data: bytes) -> None:
+        self.check.data("c2s", data, time.monotonic())
         rng = self.replay.rng
         if self.replay.options.rechunk and len(data) > 1:
             pos = 0
@@ -379,6 +389,7 @@ class _Flow:
             return
         self.replay.flush(self)
         self.client_gone = True
+        self.check.ended("c2s", how, time.monotonic())
         if how == "rst":
             self.transcript.add("--", b"", "client reset the connection (as recorded)")
             self._close_socket(abort=True)
@@ -509,11 +520,31 @@ class _Flow:
             self.replay.pump(time.monotonic() + GRACE, lambda: bool(self.actual) or self.live_closed is not None)
         self._extra_frames("at the end")
         self._close_socket()
+        self._judge(self.check.finish(time.monotonic()))
         r = self.result
         if r.incomplete and r.verdict == verdicts.PASS:
             r.verdict = verdicts.SKIPPED
         r.duration = time.monotonic() - self.started
         r.transcript = self.transcript.to_json(max_bytes=256)
+
+
+    def _judge(self, violations: list[dict]) -> None:
+        """The observer's findings: a MUST the target broke fails the connection, a SHOULD
+        makes it NON-STRICT; what the recorded client broke is noted (the capture's doing:
+        the replay sends the client's bytes as recorded)."""
+        for v in violations:
+            text = f"{v['requirement']} ({v['level'] or 'MUST'}): {v['message']}"
+            if v["direction"] == "c2s":
+                self.note(f"the recorded client broke {text}")
+                continue
+            if v["requirement"] not in self.result.requirements:
+                self.result.requirements.append(v["requirement"])
+            if v["level"] in ("SHOULD", "MAY"):
+                self.note(f"the target broke {text}")
+                if self.result.verdict == verdicts.PASS:
+                    self.result.verdict = verdicts.NON_STRICT
+            else:
+                self.mismatch(f"the target broke {text}", [f"no violation of {v['requirement']}"], text)
 
 
 class Replayer:
@@ -760,7 +791,7 @@ def result_document(spec, path: str, results: list[FlowResult], options: ReplayO
         message = "\n".join(lines) if lines else (
             f"equivalent ({r.frames_compared} frame(s) compared)" + ("; names rewritten" if r.rewritten else ""))
         tests.append({"nodeid": f"replay::{base}::#{r.index} {r.name}", "protocol": spec.id,
-                      "requirements": [], "verdict": r.verdict, "message": message,
+                      "requirements": list(r.requirements), "verdict": r.verdict, "message": message,
                       "transcript": "", "wire": [r.transcript] if r.transcript else [],
                       "expected": r.expected, "actual": r.actual, "duration": r.duration,
                       "notes": r.notes, "frames_compared": r.frames_compared})

@@ -221,6 +221,48 @@ class FlowAnalyzer:
         })
 
 
+class LiveFlow:
+    """One conversation fed as it happens rather than from a capture (``wirecheck replay``: the
+    bytes sent to the target and its answers), judged by the same per-flow analysis as a
+    capture's: :class:`FlowAnalyzer` and the protocol's observer. ``violations`` holds the
+    violation rows (each with its ``direction`` and ``level``) as they are found."""
+
+    def __init__(self, spec, client: tuple[str, int], server: tuple[str, int], time: float,
+                 profile: Optional[str] = None, name: str = "live") -> None:
+        from pipeline.inputs import level
+        self.violations: list[dict] = []
+        self.flow_row: dict | None = None
+        self._analyzer = FlowAnalyzer(name, {server[1]: spec}, self._emit, profile, level)
+        self.conn = Connection(0, client, server)
+        self.conn.streams = {"c2s": Stream(self.conn, "c2s", client, server),
+                             "s2c": Stream(self.conn, "s2c", server, client)}
+        self._analyzer.opened(self.conn, time)
+
+    def _emit(self, table: str, row: dict) -> None:
+        if table == "violations":
+            self.violations.append(row)
+        elif table == "flows":
+            self.flow_row = row
+
+    def data(self, direction: str, data: bytes, time: float) -> None:
+        s = self.conn.streams[direction]
+        if data and not s.done and not s.ended:
+            self._analyzer.data(s, data, time)
+
+    def ended(self, direction: str, how: str, time: float) -> None:
+        """The end of one direction: ``fin``, ``rst``, or ``end`` (cut off, not closed)."""
+        s = self.conn.streams[direction]
+        if not s.ended:
+            s.ended = True
+            self._analyzer.ended(s, time, how, None)
+
+    def finish(self, time: float) -> list[dict]:
+        """End what is still open (as cut off: ``end``); every violation found."""
+        for direction in ("c2s", "s2c"):
+            self.ended(direction, "end", time)
+        return self.violations
+
+
 def specs_by_port(specs: Iterable, ports: Iterable[int] = ()) -> dict:
     """Server port -> protocol: each protocol's well-known ports; ``ports`` (given with one
     protocol only) add ports of that protocol."""

@@ -103,3 +103,14 @@ def test_capture_decodes(protocol, entry):
     assert not server_errors, server_errors[:3]
     if not entry.get("malformed_client"):          # the suite and some real clients do send them
         assert not errors, errors[:3]
+
+
+def test_replay_judges_the_conversation_with_the_observer():
+    """Replay runs the protocol's observer (the pipeline's rules) over what it sent and what
+    the target answered: signalrcore's malformed MessagePack Invocation, sent as recorded, is
+    noted as the recorded client's doing; the reference hub's answers break nothing."""
+    entry = next(p.values[1] for p in ENTRIES if p.values[1]["file"] == "real-signalrcore-messagepack.pcap.gz")
+    results = _replay("signalr", entry, rechunk=False)
+    notes = [n for r in results for n in r.notes]
+    assert any(n.startswith("the recorded client broke SIGR-ERR-011 (MUST)") for n in notes), notes
+    assert all(not r.requirements for r in results), [r.requirements for r in results]

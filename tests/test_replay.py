@@ -291,7 +291,12 @@ def test_replay_against_a_faulty_broker_shows_the_difference(recorded, tmp_path)
     with ThreadedServer(broker_with(WrongNackCode)) as target:
         results = replay.replay_capture(BLIP, str(path), _options(target.address[1], ports=(port,)))
     assert [r.verdict for r in results] == ["FAIL", "FAIL"]
-    assert results[0].mismatches == ["frame 3: code: expected 400, got 401"]
+    # The difference from the recording, and the rule the answer breaks (the observer, run on
+    # the replayed conversation, knows NACK 401 is not the answer to a bad PUBLISH).
+    assert results[0].mismatches == ["frame 3: code: expected 400, got 401",
+                                     "the target broke BLIP-PUB-002 (MUST): NACK 401 to PUBLISH (#4); "
+                                     "expected NACK 400"]
+    assert results[0].requirements == ["BLIP-PUB-002"]
     assert results[0].expected and "400" in results[0].expected[0]
 
 
