@@ -235,6 +235,7 @@ class _Relay:
         """End the connection from the server's side, as a server may at any time: a FIN to
         the client (recorded as the server's). The client's side stays open until the client
         closes it (the relay then closes both), so a client that never notices shows as such."""
+        self.closed_by_script = True
         self.deliver_eof("s2c")
 
     def abort(self) -> None:

@@ -35,6 +35,12 @@ from conformance.tcpflows import endpoint
 TRANSCRIPT_BYTES = 64 * 1024
 #: Messages of one requirement shown in its case (the count says how many there were).
 MESSAGES_SHOWN = 5
+#: How each client coped (Connection.outcome).
+RECOVERED, SURFACED, HUNG, CRASHED, OPEN = "recovered", "surfaced an error", "hung", "crashed", "open"
+OUTCOMES = (RECOVERED, SURFACED, HUNG, CRASHED, OPEN)
+#: Seconds after a scripted close within which a new connection counts as the client's
+#: reconnect (connections are told apart by order only: the clients share loopback).
+RECONNECT_WINDOW = 5.0
 
 
 @dataclass
@@ -46,12 +52,40 @@ class Connection:
     chunks: list = field(default_factory=list)      # (time, direction, bytes)
     kept: dict = field(default_factory=lambda: {"c2s": 0, "s2c": 0})
     ends: dict = field(default_factory=dict)        # direction -> (time, "fin" | "rst")
+    #: The scenario ended it from the server's side (``close``), not the broker.
+    cut: bool = False
+    #: A later connection came within RECONNECT_WINDOW of the cut (set by the checker).
+    reconnected: bool = False
 
     def add(self, direction: str, data: bytes, now: float) -> None:
         room = TRANSCRIPT_BYTES - self.kept[direction]
         if room > 0:
             self.chunks.append((now, direction, data[:room]))
             self.kept[direction] += min(room, len(data))
+
+    def outcome(self) -> str:
+        """How the client coped, as told from the server's seat (the client's own API is not
+        visible): one of :data:`OUTCOMES`.
+
+        - ``crashed``: the client reset the connection while the server had not ended it;
+        - ``hung``: the server ended its side and the client never closed its own before the
+          run ended;
+        - ``surfaced an error``: the scenario cut the connection; the client closed its side
+          (it noticed) and did not come back;
+        - ``recovered``: the scenario cut it and the client connected again within
+          RECONNECT_WINDOW; or nothing cut it and the conversation ended with a close;
+        - ``open``: neither side had ended it when the run ended (not judged)."""
+        c2s, s2c = self.ends.get("c2s"), self.ends.get("s2c")
+        if c2s is None:
+            if s2c is None:
+                return OPEN
+            return SURFACED if s2c[1] == "rst" else HUNG      # a server reset ends both sides
+        server_first = s2c is not None and s2c[0] <= c2s[0]
+        if c2s[1] == "rst" and not server_first:
+            return CRASHED
+        if self.cut:
+            return RECOVERED if self.reconnected else SURFACED
+        return RECOVERED
 
     def behaviour(self) -> str:
         """How the connection ended, from the server's seat."""
@@ -68,6 +102,22 @@ class Connection:
             return (f"the server {'reset' if s2c[1] == 'rst' else 'closed'} it; the client then "
                     f"{'reset' if how == 'rst' else 'closed'} its side")
         return "the client reset it" if how == "rst" else "the client closed it"
+
+
+def mark_reconnects(connections) -> None:
+    """Mark each connection the scenario cut that was followed, within RECONNECT_WINDOW, by a
+    connection opened after the cut and not yet counted as another's reconnect."""
+    conns = sorted(connections, key=lambda c: c.opened)
+    taken: set[int] = set()
+    for conn in conns:
+        if not conn.cut or "s2c" not in conn.ends:
+            continue
+        at = conn.ends["s2c"][0]
+        later = next((c for c in conns if at <= c.opened <= at + RECONNECT_WINDOW
+                      and c.number not in taken and c is not conn), None)
+        if later is not None:
+            taken.add(later.number)
+            conn.reconnected = True
 
 
 class ClientChecker:
@@ -146,6 +196,9 @@ class ClientChecker:
         elif direction not in conn.ends:
             # None: a half-close (FIN); an exception or False: that side went away
             conn.ends[direction] = (now, "fin" if data is None or data is False else "rst")
+            if direction == "s2c" and getattr(relay, "closed_by_script", False):
+                conn.cut = True
+
 
     # -- judging -------------------------------------------------------------------------------
 
@@ -160,6 +213,7 @@ class ClientChecker:
         from conformance.results import requirement_verdict
         tables = self.analyze()
         cat = catalogue(self.spec.requirements)
+        mark_reconnects(self.connections.values())
         observer = self.spec.make_observer(self.profile)
         by_client = {c.client: c for c in self.connections.values()}
         frames, violations = defaultdict(list), defaultdict(list)
@@ -174,6 +228,7 @@ class ClientChecker:
             number = conn.number if conn else len(connections) + 1
             wire = [transcript(name, conn, frames[name], violations[name])]
             behaviour = conn.behaviour() if conn else "unknown"
+            outcome = conn.outcome() if conn else OPEN
             broken = defaultdict(list)
             server_broken = defaultdict(list)
             for v in violations[name]:
@@ -181,12 +236,13 @@ class ClientChecker:
             types = {row["type"] for row in frames[name] if row["direction"] == "c2s"}
             exercised = exercised_requirements(observer, types) & set(cat)
             base = {"protocol": self.spec.id, "expected": None, "actual": None, "duration": flow["duration"],
-                    "transcript": "", "behaviour": behaviour}
+                    "transcript": "", "behaviour": behaviour, "outcome": outcome}
             for rid, found in sorted(broken.items()):
                 lvl = cat[rid].level if rid in cat else "MUST"
                 verdict = verdicts.FAIL if lvl == "MUST" else verdicts.NON_STRICT
                 tests.append({**base, "nodeid": f"clients::#{number} {name}::{rid}", "requirements": [rid],
-                              "verdict": verdict, "message": _messages(found), "wire": wire})
+                              "verdict": verdict, "message": _messages(found) + f"\nthe client: {outcome} "
+                              f"({behaviour})", "wire": wire})
             for rid, found in sorted(server_broken.items()):
                 tests.append({**base, "nodeid": f"clients::#{number} {name}::server {rid}", "requirements": [],
                               "verdict": verdicts.HARNESS_ERROR,
@@ -195,8 +251,8 @@ class ClientChecker:
             if kept:
                 tests.append({**base, "nodeid": f"clients::#{number} {name}", "requirements": kept,
                               "verdict": verdicts.PASS, "message": f"{len(kept)} requirement(s) exercised, "
-                              f"none broken; {behaviour}", "wire": []})
-            connections.append({"number": number, "flow": name, "behaviour": behaviour,
+                              f"none broken; {outcome}: {behaviour}", "wire": []})
+            connections.append({"number": number, "flow": name, "behaviour": behaviour, "outcome": outcome,
                                 "frames_c2s": flow["frames_c2s"], "frames_s2c": flow["frames_s2c"],
                                 "violations": len(violations[name]), "error": flow["error"]})
         counts: dict[str, int] = defaultdict(int)
@@ -215,6 +271,8 @@ class ClientChecker:
                 "label": label or f"clients of the {self.spec.id} reference broker ({self.scenario})",
                 "profile": self.profile, "strict": False, "scenario": self.scenario,
                 "connections": connections,
+                "outcomes": {o: sum(c["outcome"] == o for c in connections) for o in OUTCOMES
+                             if any(c["outcome"] == o for c in connections)},
                 "summary": {self.spec.id: {"counts": dict(counts), "waivers": {}, "stale_waivers": [],
                                            "catalogue": catalogue_data(cat),
                                            "coverage": verdicts.coverage(cat, set(verdict_of)),
@@ -327,7 +385,7 @@ def print_summary(doc: dict, out) -> None:
     bad = [t for t in doc["tests"] if t["verdict"] != verdicts.PASS]
     for conn in doc["connections"]:
         print(f"#{conn['number']} {conn['flow']}: {conn['frames_c2s']} frame(s) from the client, "
-              f"{conn['violations']} violation(s); {conn['behaviour']}", file=out)
+              f"{conn['violations']} violation(s); {conn['outcome']}: {conn['behaviour']}", file=out)
     for t in bad:
         first = t["message"].splitlines()[0] if t["message"] else ""
         print(f"  {t['verdict']} {t['nodeid'].split('::', 1)[1]}: {first}", file=out)

@@ -319,10 +319,14 @@ def test_reference_client(protocol, scenario, tmp_path):
         # at once rather than timing out), then closed its side
         assert out["error"] == "ConnectionClosed", out
         assert session_conn["behaviour"] == SERVER_CUT[0], _summary(doc)
+        # it noticed, closed, and (the session being over) did not come back
+        assert session_conn["outcome"] == "surfaced an error", _summary(doc)
         assert took < CLOSE_EARLY + 2 * STEP
         return
     _check_outcome(protocol, out)
     assert session_conn["behaviour"] in ENDINGS[protocol], _summary(doc)
+    assert all(c["outcome"] == "recovered" for c in conns), _summary(doc)
+    assert doc["outcomes"] == {"recovered": len(conns)}, _summary(doc)
     if scenario == "close":
         assert took < CLOSE_LATE, "the session outlived the close scenario's timer"
     if scenario == "delay":
@@ -580,3 +584,25 @@ def test_report_renders_fail_and_transcript(tmp_path):
     spaced = " ".join(client_hex[i:i + 2] for i in range(0, len(client_hex), 2))
     assert spaced in page, "the client's bytes are not in the report's transcript"
     assert "BLIP-FRAME-002 (MUST) broken by the client" in page
+
+
+def test_outcomes_told_from_the_server_seat():
+    from conformance.clientcheck import Connection, mark_reconnects
+
+    def conn(number, opened, cut=False, **ends):
+        c = Connection(number, f"127.0.0.1:{4000 + number}", opened, cut=cut)
+        c.ends.update({d: tuple(v) for d, v in ends.items()})
+        return c
+    closed_itself = conn(1, 0.0, c2s=(5.0, "fin"), s2c=(5.1, "fin"))
+    reset_itself = conn(2, 0.0, c2s=(5.0, "rst"))
+    never_followed = conn(3, 0.0, s2c=(2.0, "fin"))
+    cut_then_back = conn(4, 10.0, cut=True, s2c=(11.0, "fin"), c2s=(11.1, "fin"))
+    came_back = conn(5, 12.0)
+    cut_and_gone = conn(6, 30.0, cut=True, s2c=(31.0, "fin"), c2s=(31.2, "rst"))
+    mark_reconnects([closed_itself, reset_itself, never_followed, cut_then_back, came_back, cut_and_gone])
+    assert closed_itself.outcome() == "recovered"
+    assert reset_itself.outcome() == "crashed"
+    assert never_followed.outcome() == "hung"
+    assert cut_then_back.outcome() == "recovered" and cut_then_back.reconnected
+    assert came_back.outcome() == "open"
+    assert cut_and_gone.outcome() == "surfaced an error"      # a reset after the cut: it noticed
