@@ -164,6 +164,9 @@ def test_a_client_sending_a_server_command_gets_close_13():
     assert found(frames) == [("RMQS-FRAME-009", C2S, 10)]
     assert found(frames[:-1], closes=[(S2C, "fin")]) == [("RMQS-FRAME-009", C2S, 10),
                                                         ("RMQS-FRAME-009", S2C, 11)]
+    # CreditResponse has no correlation id: the same rule, not a lookup by one
+    frames = after_open((C2S, CreditResponse(4, 2)), (S2C, Close(1, 13, "unknown frame")))
+    assert found(frames) == [("RMQS-FRAME-009", C2S, 10)]
 
 
 # --- correlation -----------------------------------------------------------------------------------

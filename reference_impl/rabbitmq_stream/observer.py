@@ -397,6 +397,12 @@ class StreamObserver(Observer):
             self._owe("RMQS-HS-006", Code.UNKNOWN_FRAME, False)
 
     def _client_response(self, frame, index, time) -> Optional[Exchange]:
+        if isinstance(frame, codec.CreditResponse):
+            # The server's error answer to Credit ("Commands": server to client), with no
+            # correlation id to look up: like any server-to-client command from the client.
+            self.violate("RMQS-FRAME-009", C2S, index, "CreditResponse is a server-to-client command")
+            self._owe("RMQS-FRAME-009", Code.UNKNOWN_FRAME, True)
+            return None
         if frame.key == Key.TUNE:
             # The answer to the server's Tune, as key 0x8014 or 0x0014 (SPEC_NOTES).
             if self.server_tune is None:
