@@ -129,7 +129,13 @@ def test_hostile_servers_behave_as_named(kind):
     import time
     server = hostile_targets.start(kind, "blipmq", interval=0.05)
     try:
-        sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        try:
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        except ConnectionResetError:
+            # the reset can arrive before connect() returns (a busy machine schedules the
+            # client after the server's accept and abort)
+            assert kind == "rst-on-connect"
+            return
         from reference_impl.blipmq.codec import Hello, encode
         try:
             sock.sendall(encode(Hello(1, 1)))
