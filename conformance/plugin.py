@@ -241,7 +241,8 @@ def target(request, wirecheck_spec, wirecheck_profile, wirecheck_embedded):
 _TIMER_WORDS = ("timeout", "delay", "interval", "expire")
 
 
-def _longest_timer(profile) -> float:
+def longest_timer(profile) -> float:
+    """The longest of the profile's protocol timers, in seconds (0 without any)."""
     timers = [float(v) for k, v in profile.timing.items()
               if any(w in k for w in _TIMER_WORDS) and isinstance(v, (int, float)) and not isinstance(v, bool)]
     return max(timers, default=0.0)
@@ -251,7 +252,7 @@ def default_budget(timeout: float, profile) -> float:
     """A test's wall-clock I/O budget when none is given: room for any test against a slow but
     sound target (a few dozen receives, and the protocol timers the profile says the suite waits
     for: a redelivery test waits about three ack timeouts), never unbounded."""
-    return 60.0 + 30.0 * timeout + 5.0 * _longest_timer(profile)
+    return 60.0 + 30.0 * timeout + 5.0 * longest_timer(profile)
 
 
 def default_run_budget(cases: int, timeout: float, profile) -> float:
@@ -260,7 +261,7 @@ def default_run_budget(cases: int, timeout: float, profile) -> float:
     target is far inside it (most tests take a small part of their timeout); a hostile one (a
     flood, answers that never end, a failure hypothesis keeps replaying) is stopped at it, so
     that no run takes longer than ``cases x timeout + 60 s`` plus that timer wait."""
-    return cases * timeout + RUN_SLACK + 5.0 * _longest_timer(profile)
+    return cases * timeout + RUN_SLACK + 5.0 * longest_timer(profile)
 
 
 def _run_deadline(config, timeout: float, profile) -> tuple[float, float]:

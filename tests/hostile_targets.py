@@ -286,6 +286,11 @@ class HostileServer:
     def handle(self, link: Link) -> None:
         raise NotImplementedError
 
+    def greet(self, link: Link) -> tuple[bytes, str]:
+        """The client's first bytes read; the protocol's greeting for them and the encoding."""
+        link.read_first()
+        return self.play.greeting(link.first)
+
     def pause(self, seconds: float) -> bool:
         """Sleep unless the server is stopping; False when it is."""
         return not self._stop.wait(seconds)
@@ -320,8 +325,7 @@ class Trickle(HostileServer):
     kind = "trickle"
 
     def handle(self, link: Link) -> None:
-        link.read_first()
-        greeting, encoding = self.play.greeting(link.first)
+        greeting, encoding = self.greet(link)
         data = greeting + self.play.frame(encoding) * 64
         for i in range(len(data)):
             link.send(data[i:i + 1])
@@ -341,8 +345,7 @@ class RstMidFrame(HostileServer):
     kind = "rst-mid-frame"
 
     def handle(self, link: Link) -> None:
-        link.read_first()
-        greeting, encoding = self.play.greeting(link.first)
+        greeting, encoding = self.greet(link)
         frame = self.play.frame(encoding)
         link.send(greeting + frame[:max(1, len(frame) // 2)])
         time.sleep(0.05)                      # let the half frame leave before the reset
@@ -364,8 +367,7 @@ class HugeLength(HostileServer):
     kind = "huge-length"
 
     def handle(self, link: Link) -> None:
-        link.read_first()
-        greeting, encoding = self.play.greeting(link.first)
+        greeting, encoding = self.greet(link)
         if self.ws:
             # The WebSocket frame itself declares ~4 GiB (a 64-bit length, RFC 6455 5.2).
             link.send_raw(struct.pack("!BBQ", 0x82, 127, HUGE))
@@ -382,8 +384,7 @@ class Endless(HostileServer):
     kind = "endless"
 
     def handle(self, link: Link) -> None:
-        link.read_first()
-        greeting, encoding = self.play.greeting(link.first)
+        greeting, encoding = self.greet(link)
         frame = self.play.frame(encoding)
         burst = frame * max(1, 32768 // len(frame))
         if greeting:

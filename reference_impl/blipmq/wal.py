@@ -43,7 +43,7 @@ import time
 import zlib
 from dataclasses import dataclass
 
-from ..core.durability import FsyncPolicy, SyncedAppender  # FsyncPolicy re-exported for the CLI
+from ..core.durability import FsyncPolicy, SyncedAppender, fsync_dir  # FsyncPolicy re-exported for the CLI
 from .state import BrokerState, JournalError
 
 MAGIC = b"BLIPWAL\0"
@@ -166,14 +166,6 @@ def encode_record(rec_id: int, payload: bytes) -> bytes:
     return RECORD.pack(rec_id, len(payload), zlib.crc32(payload)) + payload
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class WriteAheadLog:
     """Append-only journal implementing :class:`~.state.Journal`."""
 
@@ -240,7 +232,7 @@ class WriteAheadLog:
         finally:
             os.close(fd)
         os.replace(tmp, self.path)
-        _fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+        fsync_dir(os.path.dirname(os.path.abspath(self.path)))
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
 
     # -- Journal -----------------------------------------------------------------------------

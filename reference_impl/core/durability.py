@@ -31,6 +31,16 @@ class FsyncPolicy:
                 or (self.interval is not None and now - last_sync >= self.interval))
 
 
+def fsync_dir(path: str) -> None:
+    """Force a directory's entries (a created, renamed or removed file) to disk: a file's own
+    fsync does not make its name durable (fsync(2))."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class SyncedAppender:
     """Appends records to one file descriptor and fsyncs per the policy. A failed write or
     fsync truncates the file back to where the record started: the next record never follows

@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 from urllib.parse import quote
 
-from ..core.durability import FsyncPolicy, SyncedAppender
+from ..core.durability import FsyncPolicy, SyncedAppender, fsync_dir
 from ..core.errors import FrameError
 from .chunk import (HEADER, HEADER_SIZE, Chunk, Entry, SimpleEntry, SubBatchEntry, TrackingType,
                     build_chunk, encode_tracking, parse_chunk, parse_tracking)
@@ -163,14 +163,6 @@ def segment_filename(first_offset: int) -> str:
     return f"{first_offset:020d}{SEGMENT_SUFFIX}"
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_json_atomically(path: str, value) -> None:
     # A crash leaves either the old file or the new one, never a partial one.
     tmp = path + ".tmp"
@@ -179,7 +171,7 @@ def _write_json_atomically(path: str, value) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    _fsync_dir(os.path.dirname(path))
+    fsync_dir(os.path.dirname(path))
 
 
 def _pread_exact(fd: int, length: int, pos: int) -> bytes:
@@ -555,7 +547,7 @@ class StreamLog:
         except OSError as exc:
             log.warning("stream %r: removing old segment %s: %s", self.name, seg.path, exc)
         try:
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
         except OSError as exc:
             log.warning("stream %r: %s", self.name, exc)
 
@@ -566,7 +558,7 @@ class StreamLog:
         if self.directory is not None:
             segment.path = os.path.join(self.directory, segment_filename(first_offset))
             self._fd = os.open(segment.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
         self._segments.append(segment)
         self._next_offset = first_offset
 
@@ -680,7 +672,7 @@ class StreamLog:
             os.replace(path, target)
             report["set_aside"] += 1
         if segments:
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
 
     # -- closing -----------------------------------------------------------------------------
 
@@ -783,7 +775,7 @@ class StreamStore:
                 if os.path.exists(directory):
                     shutil.rmtree(directory)       # leftover of an interrupted create
                 os.makedirs(directory)
-                _fsync_dir(self._streams_dir())
+                fsync_dir(self._streams_dir())
                 _write_json_atomically(os.path.join(directory, ARGUMENTS_FILE),
                                        {"name": name, "arguments": dict(arguments)})
             except OSError as exc:
@@ -816,7 +808,7 @@ class StreamStore:
             os.makedirs(deleted, exist_ok=True)
             target = os.path.join(deleted, uuid.uuid4().hex)
             os.rename(stream.directory, target)
-            _fsync_dir(self._streams_dir())
+            fsync_dir(self._streams_dir())
             shutil.rmtree(target)
         except OSError as exc:
             raise StoreError(f"deleting stream {name!r}: {exc}") from exc
