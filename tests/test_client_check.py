@@ -453,7 +453,10 @@ def test_signalrcore_messagepack(tmp_path):
     assert ws["violations"] == len(fails), _summary(doc)
     passed = [t for t in _by_verdict(doc, verdicts.PASS) if ws["flow"] in t["nodeid"]]
     assert len(passed) == 1 and "SIGR-HS-001" in passed[0]["requirements"], _summary(doc)
-    assert not {"SIGR-ERR-011", "SIGR-ERR-001"} & set(passed[0]["requirements"]), _summary(doc)
+    # a broken rule is never also listed as passed (when the stream end did not arrive,
+    # SIGR-ERR-001 was held on the other messages and kept: it is in the PASS case then)
+    assert not set(fails) & set(passed[0]["requirements"]), _summary(doc)
+    assert "SIGR-ERR-001" in fails or "SIGR-ERR-001" in passed[0]["requirements"], _summary(doc)
 
 
 def test_rstream(tmp_path):
