@@ -161,15 +161,21 @@ class _Relay:
     def forward(self, direction: str, data: bytes) -> None:
         if direction == "s2c" and self.shaper is not None:
             self.shaper.data(data)                # it calls deliver() as its scenario says
+        elif direction == "c2s" and getattr(self.shaper, "client_data", None) is not None:
+            self.shaper.client_data(data)         # a scripted scenario reads the client's frames
         else:
             self.deliver(direction, data)
 
-    def deliver(self, direction: str, data: bytes) -> None:
-        """Record ``data`` and pass it on (``forward`` without the shaper)."""
+    def deliver(self, direction: str, data: bytes, *, onward: bool = True) -> None:
+        """Record ``data`` and pass it on (``forward`` without the shaper). ``onward=False``:
+        recorded as sent, not passed on (a client's answer to a frame a scripted scenario
+        injected: the broker never asked, so it must not see it)."""
         if self.proxy.tap is not None:
             self.proxy.tap(self, direction, data)
         if self.recorder is not None:
             self.recorder.data(direction, data)
+        if not onward:
+            return
         receiver = self._receiver(direction)
         if receiver is None or receiver.transport is None:
             self.early.append(data)
@@ -179,6 +185,8 @@ class _Relay:
     def eof(self, direction: str) -> None:
         if direction == "s2c" and self.shaper is not None:
             self.shaper.eof()                     # after the bytes it still holds
+        elif direction == "c2s" and getattr(self.shaper, "client_eof", None) is not None:
+            self.shaper.client_eof()
         else:
             self.deliver_eof(direction)
 

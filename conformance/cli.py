@@ -239,11 +239,12 @@ def cmd_serve(args) -> int:
 def _serve_checking_clients(spec, args, port: int, options: dict) -> int:
     """``serve --check-clients``: the broker on a private loopback port, checking relays on the
     public ones (conformance/clientcheck.py)."""
-    from conformance.client_scenarios import SCENARIOS
+    from conformance.client_scenarios import scenarios
     from conformance.clientcheck import serve as serve_checked
     args.scenario = args.scenario or "none"
-    if args.scenario not in SCENARIOS:
-        print(f"wirecheck serve: unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}",
+    known = scenarios(spec.id)
+    if args.scenario not in known:
+        print(f"wirecheck serve: unknown scenario {args.scenario!r} for {spec.id}; known: {', '.join(known)}",
               file=sys.stderr)
         return EXIT_HARNESS
     if args.duration is not None and args.duration <= 0:
@@ -502,7 +503,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "broke a MUST")
     s.add_argument("--scenario", default=None,
                    help="with --check-clients: what the server's bytes go through on the way to the "
-                        "client: none, split, coalesce, delay, close (default none)")
+                        "client: none, split, coalesce, delay, close (default none), or one of the protocol's "
+                        "own (heartbeat, error-response, unknown-fields, max-size, ...: see the README)")
     s.add_argument("--duration", type=float, default=None, metavar="S",
                    help="with --check-clients: stop after S seconds")
     s.add_argument("--report", default=None, metavar="FILE",

@@ -189,11 +189,20 @@ class Close(Passthrough):
 SCENARIOS = {cls.name: cls for cls in (Passthrough, Split, Coalesce, Delay, Close)}
 
 
-def shaper_factory(name: str, options: dict | None = None):
-    """``make_shaper(relay)`` for scenario ``name``; ValueError names the known ones."""
+def scenarios(protocol: str | None = None) -> dict:
+    """Every scenario ``protocol`` has: the byte-level ones above, then its protocol-level
+    ones (conformance/scripted)."""
+    from conformance.scripted import scenarios_for
+    return {**SCENARIOS, **(scenarios_for(protocol) if protocol else {})}
+
+
+def shaper_factory(name: str, options: dict | None = None, protocol: str | None = None):
+    """``make_shaper(relay)`` for scenario ``name`` of ``protocol``; ValueError names the known
+    ones."""
+    known = scenarios(protocol)
     try:
-        cls = SCENARIOS[name]
+        cls = known[name]
     except KeyError:
-        raise ValueError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None
+        raise ValueError(f"unknown scenario {name!r}; known: {', '.join(known)}") from None
     opts = dict(options or {})
     return lambda relay: cls(relay, opts)

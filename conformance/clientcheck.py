@@ -133,7 +133,7 @@ class ClientChecker:
         self.ports = ports
         self.scenario = scenario
         self.profile = profile
-        self.make_shaper = shaper_factory(scenario, scenario_options)
+        self.make_shaper = shaper_factory(scenario, scenario_options, spec.id)
         self._own_capture = capture_path is None
         if capture_path is None:
             fd, capture_path = tempfile.mkstemp(prefix="wirecheck-clients-", suffix=".pcap")

@@ -262,6 +262,11 @@ def rabbitmq_stream_witnesses() -> list[Witness]:
         Witness("CloseResponse", "RMQS-CLOSE-003", handshake() + [(S2C, k.Close(5, 1, "bye")), ("end", C2S, "fin")]),
         Witness("ConsumerUpdateResponse", "RMQS-FRAME-003", handshake() + [
             (C2S, k.ConsumerUpdateResponse(77, 1, 1, None))]),
+        # ConsumerUpdate unanswered while 30 heartbeats (0.3 s) pass, then the client leaves
+        Witness("ConsumerUpdateResponse", "RMQS-NEW-010", handshake() + [(S2C, k.ConsumerUpdate(9, 1, True))]
+                + [(S2C, k.Heartbeat())] * 30 + [("end", C2S, "fin")]),
+        Witness("Close", "RMQS-NEW-010", handshake() + [(S2C, k.ConsumerUpdate(9, 1, True))]
+                + [(S2C, k.Heartbeat())] * 30 + [(C2S, k.Close(8, 1, "bye"))]),
     ]
     out += [Witness(type(c).__name__, "RMQS-HS-016", peer + [(C2S, c)]) for c in commands]
     for frame in (k.PublishConfirm(1, (1,)), k.PublishError(1, ((1, 2),)), deliver, k.MetadataUpdate(6, "s"),

@@ -346,4 +346,8 @@ REQUIREMENTS = (
     R("RMQS-NEW-009", _NOTES, "MUST",
       "a client request with key 26 (a server-to-client command) gets Close(13)",
       source="SPEC_NOTES"),
+    R("RMQS-NEW-010", _NOTES, "MUST",
+      "the client answers the server's ConsumerUpdate (26) with a ConsumerUpdateResponse of the "
+      "same correlation id before it closes (\"Expects response? Yes\", as every server request)",
+      source="SPEC_NOTES", untestable=_CLIENT),
 )

@@ -22,7 +22,8 @@ What it checks, with the catalogue's IDs (conformance/requirements/rabbitmq_stre
   of server-to-client types only, responses with bit 15 (RMQS-FRAME-002, RMQS-ROUTE-003).
 - **correlation**: every response answers an outstanding request of the other side by
   correlation id, once (RMQS-FRAME-003), with the request's key (RMQS-FRAME-002); the server
-  answers the client's Close (RMQS-CLOSE-001), the client the server's (RMQS-CLOSE-003).
+  answers the client's Close (RMQS-CLOSE-001), the client the server's (RMQS-CLOSE-003) and
+  every ConsumerUpdate before it closes (RMQS-NEW-010).
 - **response codes**: codes of the document's table, each for the commands it belongs to
   (:data:`CODE_SCOPE`, RMQS-FRAME-003); codes the conversation decides (:data:`MUST_CODE`,
   RMQS-HS-001/-002/-008/-012, RMQS-TYPE-002, RMQS-CLOSE-001, RMQS-NEW-001, RMQS-SUB-008,
@@ -61,6 +62,9 @@ SERVER_COMMANDS = frozenset((Key.PUBLISH_CONFIRM, Key.PUBLISH_ERROR, Key.DELIVER
                              Key.TUNE, Key.CLOSE, Key.HEARTBEAT, Key.CONSUMER_UPDATE))
 #: Server requests the client answers (by correlation id).
 SERVER_REQUESTS = frozenset((Key.CLOSE, Key.CONSUMER_UPDATE))
+#: Seconds a server request must have been out before a client's close counts as leaving it
+#: unanswered (the two may cross on the wire).
+ANSWER_GRACE = 0.25
 #: The handshake's commands ("Authentication"), in the client's order.
 HANDSHAKE_ORDER = (Key.PEER_PROPERTIES, Key.SASL_HANDSHAKE, Key.SASL_AUTHENTICATE, Key.TUNE, Key.OPEN)
 #: The client's step each handshake command needs done first (RMQS-HS-016).
@@ -238,10 +242,10 @@ class StreamObserver(Observer):
         "StoreOffset": ("RMQS-HS-016", "RMQS-OFFSET-008"),
         "Publish": ("RMQS-HS-016", "RMQS-FRAME-007"),
         "Heartbeat": (),
-        "Close": (),
+        "Close": ("RMQS-NEW-010",),
         # answers to the server's requests
         "CloseResponse": ("RMQS-FRAME-003", "RMQS-CLOSE-003"),
-        "ConsumerUpdateResponse": ("RMQS-FRAME-003",),
+        "ConsumerUpdateResponse": ("RMQS-FRAME-003", "RMQS-NEW-010"),
         # the server's commands and responses, from a client
         "PublishConfirm": ("RMQS-FRAME-009",),
         "PublishError": ("RMQS-FRAME-009",),
@@ -336,11 +340,27 @@ class StreamObserver(Observer):
                         if req.key == Key.CLOSE and not req.before_open:
                             self.violate("RMQS-CLOSE-001", S2C, index, "the server ended the "
                                          "connection without answering the client's Close")
-        elif (self.server_close is not None and S2C not in self.closed_dirs
-              and S2C not in self.blind):
-            # "Close ... Expects response? Yes": a client that leaves first without it.
-            self.violate("RMQS-CLOSE-003", C2S, index, "the client ended the connection without "
-                         "answering the server's Close")
+        else:
+            if (self.server_close is not None and S2C not in self.closed_dirs
+                    and S2C not in self.blind):
+                # "Close ... Expects response? Yes": a client that leaves first without it.
+                self.violate("RMQS-CLOSE-003", C2S, index, "the client ended the connection "
+                             "without answering the server's Close")
+            self._unanswered_updates(index, time, "ended the connection")
+
+    def _unanswered_updates(self, index, time, doing: str) -> None:
+        """RMQS-NEW-010: ConsumerUpdates the client leaves unanswered as it closes. One sent
+        less than :data:`ANSWER_GRACE` ago may have crossed the client's close on the wire."""
+        if not (self.notes and self.fresh) or S2C in self.blind or S2C in self.closed_dirs:
+            return
+        for correlation, reqs in list(self.pending[S2C].items()):
+            for req in list(reqs):
+                if req.key == Key.CONSUMER_UPDATE and time - req.time >= ANSWER_GRACE:
+                    reqs.remove(req)
+                    self.violate("RMQS-NEW-010", C2S, index, f"the client {doing} without answering "
+                                 f"the server's ConsumerUpdate (correlation id {correlation})")
+            if not reqs:
+                del self.pending[S2C][correlation]
 
     # -- client frames -------------------------------------------------------------------------
 
@@ -357,6 +377,8 @@ class StreamObserver(Observer):
             self._owe(rule, Code.UNKNOWN_FRAME, True)
             return None
         req = _Request(key, frame, index, time, not self.open_sent)
+        if key == Key.CLOSE:
+            self._unanswered_updates(index, time, "sent Close")
         if self.fresh:
             self._order(req)
         if key not in self.keys:

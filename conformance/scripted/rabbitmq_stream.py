@@ -1,0 +1,233 @@
+"""RabbitMQ Stream: the server-initiated frames and answers a client must cope with
+(conformance/scripted). Frames are the document's: a 4-byte size, then key, version and body
+("Frame structure"), cut with :class:`StreamSplitter` and built with the reference codec.
+
+- ``heartbeat``: a Heartbeat every ``interval`` s (default 0.3) once the connection is open. The
+  document lets either peer send one at any time ("Heartbeat"); a client must accept them
+  whatever it negotiated, and must not take them for answers.
+- ``metadata-update``: after the first publisher or subscription the broker accepts, a
+  MetadataUpdate (code ``code``, default 6, stream not available) for its stream, as a server
+  sends when a stream it uses goes away (RMQS-META-007/-008).
+- ``consumer-update``: after the first subscription the broker accepts, a ConsumerUpdate
+  (active) for it, as a server does for a single-active-consumer group. The client must answer
+  with a ConsumerUpdateResponse ("Expects response? Yes"); the answer is recorded and judged, and
+  held back from the broker, which never asked.
+- ``error-response``: the first answer to a valid request after Open (or the first to the
+  command named by ``command``, e.g. ``DECLARE_PUBLISHER``) carries response code ``code``
+  (default 16, access refused) instead of OK.
+- ``unknown-fields``: the PeerProperties and Open answers carry server properties no client
+  knows ("x-wirecheck-*"); property maps are open-ended, so a client must ignore them.
+- ``max-size``: the Open answer is padded (a long property) to exactly the frame_max the two
+  sides agreed in Tune (or ``size``), the largest frame the client said it accepts.
+"""
+from __future__ import annotations
+
+import struct
+
+from conformance.scripted import FrameShaper, LengthPrefixed
+from reference_impl.core.errors import FrameError
+from reference_impl.rabbitmq_stream import codec
+from reference_impl.rabbitmq_stream.constants import DEFAULT_FRAME_MAX, RESPONSE_BIT, Code, Key
+
+_SIZE = struct.Struct(">I")
+_HEAD = struct.Struct(">IHH")
+#: Correlation ids of the ConsumerUpdates this module sends: far above a broker's own counter.
+INJECTED_CORRELATION = 0xFFFF0000
+class StreamSplitter(LengthPrefixed):
+    header = 4
+
+    def total(self, header: bytes) -> int:
+        return 4 + _SIZE.unpack(header)[0]
+
+
+def parse(frame: bytes, origin: str):
+    """The typed frame of one whole frame's bytes, or None when the codec does not know it."""
+    if len(frame) < 8:
+        return None
+    _, key, version = _HEAD.unpack_from(frame)
+    try:
+        return codec.parse_frame(codec.RawFrame(key, version, frame[8:], 0), origin=origin)
+    except FrameError:
+        return None
+
+
+class _StreamShaper(FrameShaper):
+    """Knows where the connection is: open or not, the agreed frame_max, and which client
+    request each correlation id belongs to."""
+
+    def __init__(self, relay, options: dict) -> None:
+        super().__init__(relay, options)
+        self.opened = False
+        self.frame_max = 0
+        self.requests: dict[int, object] = {}       # correlation id -> the client's request
+
+    def make_splitter(self, direction: str) -> StreamSplitter:
+        return StreamSplitter()
+
+    def client_frame(self, frame: bytes) -> None:
+        parsed = parse(frame, "client")
+        if isinstance(parsed, codec.TuneResponse):
+            self.frame_max = parsed.frame_max          # what the client agreed to ("Tune")
+        if parsed is not None and hasattr(parsed, "correlation_id") and not parsed.response:
+            self.requests[parsed.correlation_id] = parsed
+        self.pass_on(frame)
+
+    def server_frame(self, frame: bytes) -> None:
+        parsed = parse(frame, "server")
+        request = None
+        if parsed is not None and parsed.response and hasattr(parsed, "correlation_id"):
+            request = self.requests.pop(parsed.correlation_id, None)
+        self.on_server(frame, parsed, request)
+        if isinstance(parsed, codec.OpenResponse) and parsed.code == Code.OK:
+            self.opened = True
+            self.on_open()
+
+    def on_server(self, frame: bytes, parsed, request) -> None:
+        self.send(frame)
+
+    def on_open(self) -> None:
+        pass
+
+    def accepted(self, parsed, request) -> str | None:
+        """The stream of a publisher or subscription the broker just accepted, else None."""
+        if (isinstance(request, (codec.DeclarePublisher, codec.Subscribe))
+                and getattr(parsed, "code", None) == Code.OK):
+            return request.stream
+        return None
+
+
+class Heartbeat(_StreamShaper):
+    name = "heartbeat"
+    summary = "a Heartbeat every 0.3 s once the connection is open"
+
+    def on_open(self) -> None:
+        self.every(float(self.options.get("interval", 0.3)), self._beat, first=0.0)
+
+    def _beat(self) -> None:
+        self.note("Heartbeat")
+        self.send(codec.encode(codec.Heartbeat()))
+
+
+class MetadataUpdate(_StreamShaper):
+    name = "metadata-update"
+    summary = "a MetadataUpdate (stream not available) for the first stream the client uses"
+
+    def on_server(self, frame: bytes, parsed, request) -> None:
+        self.send(frame)
+        stream = self.accepted(parsed, request)
+        if stream is not None and not self.log:
+            code = int(self.options.get("code", Code.STREAM_NOT_AVAILABLE))
+            self.note(f"MetadataUpdate {stream!r} code {code}")
+            self.send(codec.encode(codec.MetadataUpdate(code, stream)))
+
+
+class ConsumerUpdate(_StreamShaper):
+    name = "consumer-update"
+    summary = "a ConsumerUpdate (active) for the first subscription; the client must answer"
+
+    def __init__(self, relay, options: dict) -> None:
+        super().__init__(relay, options)
+        self.asked: set[int] = set()
+        self.answered = 0
+
+    def on_server(self, frame: bytes, parsed, request) -> None:
+        self.send(frame)
+        if (isinstance(request, codec.Subscribe) and parsed.code == Code.OK and not self.asked):
+            correlation = INJECTED_CORRELATION + len(self.asked)
+            self.asked.add(correlation)
+            self.note(f"ConsumerUpdate subscription {request.subscription_id}")
+            self.send(codec.encode(codec.ConsumerUpdate(correlation, request.subscription_id, 1)))
+
+    def client_frame(self, frame: bytes) -> None:
+        if len(frame) >= 12:
+            _, key, _ = _HEAD.unpack_from(frame)
+            correlation = _SIZE.unpack_from(frame, 8)[0]
+            if key == Key.CONSUMER_UPDATE | RESPONSE_BIT and correlation in self.asked:
+                self.answered += 1
+                self.note("ConsumerUpdateResponse held back")
+                self.hold(frame)              # the broker never asked
+                return
+        super().client_frame(frame)
+
+
+class ErrorResponse(_StreamShaper):
+    name = "error-response"
+    summary = "the first answer to a valid request after Open carries an error code"
+
+    def on_server(self, frame: bytes, parsed, request) -> None:
+        wanted = self.options.get("command")
+        if (self.opened and not self.log and request is not None
+                and getattr(parsed, "code", None) == Code.OK and _code_second(parsed)
+                and (wanted is None or Key[str(wanted).upper()] == request.key)):
+            code = int(self.options.get("code", Code.ACCESS_REFUSED))
+            # the code field follows the correlation id in every such answer ("Response codes")
+            frame = frame[:12] + struct.pack(">H", code) + frame[14:]
+            self.note(f"{codec.key_name(parsed.wire_key)} code {code}")
+        self.send(frame)
+
+
+class UnknownFields(_StreamShaper):
+    name = "unknown-fields"
+    summary = "server properties no client knows in the PeerProperties and Open answers"
+
+    def on_server(self, frame: bytes, parsed, request) -> None:
+        if isinstance(parsed, (codec.PeerPropertiesResponse, codec.OpenResponse)) and parsed.code == Code.OK:
+            extra = {"x-wirecheck-unknown": "ignore me", "x-wirecheck-empty": ""}
+            parsed = _with_properties(parsed, {**parsed.properties, **extra})
+            self.note(f"{type(parsed).__name__} with unknown properties")
+            frame = codec.encode(parsed)
+        self.send(frame)
+
+
+class MaxSize(_StreamShaper):
+    name = "max-size"
+    summary = "the Open answer padded to exactly the agreed frame_max"
+
+    def on_server(self, frame: bytes, parsed, request) -> None:
+        if isinstance(parsed, codec.OpenResponse) and parsed.code == Code.OK:
+            limit = int(self.options.get("size", 0)) or self.frame_max or DEFAULT_FRAME_MAX
+            padded = _padded_to(parsed, limit)
+            if padded is not None:
+                frame = padded
+                self.note(f"OpenResponse of {len(frame) - 4} bytes (frame_max {limit})")
+        self.send(frame)
+
+
+def _code_second(frame) -> bool:
+    """The answer's layout is correlation id then response code (most answers; Metadata's
+    has none, Close's is the connection's end)."""
+    return frame.key != Key.CLOSE and type(frame).FIELDS[:2] == (codec.CORR, codec.CODE)
+
+
+def _with_properties(frame, properties: dict):
+    return type(frame)(frame.correlation_id, frame.code, properties, frame.version)
+
+
+#: A property value is a 16-bit-length string ("string => int16 size, then bytes").
+_PAD_PIECE = 30000
+
+
+def _padded_to(frame, limit: int) -> bytes | None:
+    """``frame`` with ``x-wirecheck-padding-N`` properties making its Size field exactly
+    ``limit``, or None if there is not room for one."""
+    props = dict(frame.properties)
+    size = len(codec.encode(_with_properties(frame, props))) - 4 + (0 if props else 4)  # + count
+    n = 0
+    while True:
+        key = f"x-wirecheck-padding-{n}"
+        room = limit - size - (4 + len(key))             # two 16-bit lengths and the key
+        if room < 0:
+            return None
+        if room <= _PAD_PIECE + 64:
+            props[key] = "x" * room
+            break
+        props[key] = "x" * _PAD_PIECE
+        size += 4 + len(key) + _PAD_PIECE
+        n += 1
+    out = codec.encode(_with_properties(frame, props))
+    assert len(out) - 4 == limit, (len(out), limit)
+    return out
+
+
+SCENARIOS = {cls.name: cls for cls in (Heartbeat, MetadataUpdate, ConsumerUpdate, ErrorResponse,
+                                       UnknownFields, MaxSize)}

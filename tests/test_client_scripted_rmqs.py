@@ -1,0 +1,168 @@
+"""RabbitMQ Stream's protocol-level scenarios (conformance/scripted/rabbitmq_stream.py): the
+reference client under each one copes (it sees what the scenario sent and goes on), and the
+checker finds no violation by either side: the injected frames are legal server behaviour, and
+the client's answers are right.
+"""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from conformance.scripted import scenarios_for
+from reference_impl.rabbitmq_stream import codec
+from reference_impl.rabbitmq_stream.constants import Code, OffsetType
+from tests.test_client_check import STEP, _assert_clean, _check, _checker, _run_async, _summary
+
+STREAM = "cc-stream"
+
+
+async def _connect(checker, **kw):
+    from reference_impl.rabbitmq_stream.client import StreamClient
+    client = await StreamClient.connect("127.0.0.1", checker.port, timeout=STEP, handshake=False, **kw)
+    opened = await client.handshake("guest", "guest")
+    return client, opened
+
+
+async def _publish_and_consume(client) -> dict:
+    assert (await client.declare_publisher(1, STREAM)).code == Code.OK
+    client.publish(1, [(1, b"first")])
+    confirms = await client.wait_confirms(1, [1], STEP)
+    return {"confirms": confirms}
+
+
+async def heartbeat(checker) -> dict:
+    client, _ = await _connect(checker)
+    try:
+        assert (await client.create(STREAM)).code == Code.OK
+        out = await _publish_and_consume(client)
+        await asyncio.sleep(1.0)          # several heartbeats arrive, between answers and after
+        out["heartbeats"] = client.heartbeats_received
+        out["close"] = (await client.close_connection()).code
+        return out
+    finally:
+        await asyncio.wait_for(client.close(), STEP)
+
+
+async def metadata_update(checker) -> dict:
+    client, _ = await _connect(checker)
+    try:
+        assert (await client.create(STREAM)).code == Code.OK
+        assert (await client.declare_publisher(1, STREAM)).code == Code.OK
+        update = await asyncio.wait_for(client.metadata_updates.get(), STEP)
+        # the publisher is gone as far as the client knows: it declares a new one to go on
+        assert (await client.declare_publisher(2, STREAM)).code == Code.OK
+        return {"update": (update.code, update.stream), "close": (await client.close_connection()).code}
+    finally:
+        await asyncio.wait_for(client.close(), STEP)
+
+
+async def consumer_update(checker) -> dict:
+    client, _ = await _connect(checker)
+    try:
+        assert (await client.create(STREAM)).code == Code.OK
+        out = await _publish_and_consume(client)
+        assert (await client.subscribe(7, STREAM, credit=5)).code == Code.OK
+        update = await asyncio.wait_for(client.consumer_updates.get(), STEP)
+        client.send(codec.ConsumerUpdateResponse(update.correlation_id, Code.OK, OffsetType.FIRST))
+        deliver = await client.next_delivery(7, STEP)
+        out.update(update=(update.subscription_id, update.active), delivered=deliver.chunk.messages(),
+                   close=(await client.close_connection()).code)
+        return out
+    finally:
+        await asyncio.wait_for(client.close(), STEP)
+
+
+async def error_response(checker) -> dict:
+    client, _ = await _connect(checker)
+    try:
+        refused = await client.create(STREAM)            # the first request after Open
+        # the client surfaces it and goes on: the connection is still good, and the broker (which
+        # did create the stream) answers the next request itself
+        again = await client.create(STREAM)
+        return {"create": refused.code, "again": again.code,
+                "close": (await client.close_connection()).code}
+    finally:
+        await asyncio.wait_for(client.close(), STEP)
+
+
+async def unknown_fields(checker) -> dict:
+    client, opened = await _connect(checker)
+    try:
+        assert (await client.create(STREAM)).code == Code.OK
+        out = await _publish_and_consume(client)
+        out.update(properties=sorted(opened.properties), close=(await client.close_connection()).code)
+        return out
+    finally:
+        await asyncio.wait_for(client.close(), STEP)
+
+
+MAX = 64 * 1024
+
+
+async def max_size(checker) -> dict:
+    client, opened = await _connect(checker, frame_max=MAX)
+    try:
+        assert (await client.create(STREAM)).code == Code.OK
+        out = await _publish_and_consume(client)
+        out.update(open_size=len(codec.encode(opened)) - 4, frame_max=client.frame_max,
+                   close=(await client.close_connection()).code)
+        return out
+    finally:
+        await asyncio.wait_for(client.close(), STEP)
+
+
+SESSIONS = {"heartbeat": heartbeat, "metadata-update": metadata_update,
+            "consumer-update": consumer_update, "error-response": error_response,
+            "unknown-fields": unknown_fields, "max-size": max_size}
+
+
+def test_every_scenario_has_a_session():
+    assert set(SESSIONS) == set(scenarios_for("rabbitmq-stream"))
+
+
+@pytest.mark.parametrize("scenario", sorted(SESSIONS))
+def test_reference_client_copes(scenario, tmp_path):
+    checker = _checker("rabbitmq-stream", scenario, None, tmp_path)
+    doc, out, _ = _check(checker, lambda c: _run_async(c, SESSIONS[scenario]))
+    _assert_clean(doc)
+    assert doc["scenario"] == scenario
+    conn = doc["connections"][-1]
+    assert conn["outcome"] == "recovered", _summary(doc)
+    assert out["close"] == Code.OK, out
+    if scenario == "heartbeat":
+        assert out["heartbeats"] >= 2, out
+    elif scenario == "metadata-update":
+        assert out["update"] == (Code.STREAM_NOT_AVAILABLE, STREAM), out
+    elif scenario == "consumer-update":
+        assert out["update"] == (7, 1) and out["delivered"][0] == b"first", out
+    elif scenario == "error-response":
+        assert out["create"] == Code.ACCESS_REFUSED and out["again"] == Code.STREAM_ALREADY_EXISTS, out
+    elif scenario == "unknown-fields":
+        assert "x-wirecheck-unknown" in out["properties"], out
+    elif scenario == "max-size":
+        assert out["frame_max"] == MAX and out["open_size"] == MAX, out
+    if scenario not in ("error-response", "metadata-update"):
+        assert out["confirms"] == {1: Code.OK}, out
+
+
+async def _ignores_the_update(checker) -> dict:
+    client, _ = await _connect(checker)
+    try:
+        assert (await client.create(STREAM)).code == Code.OK
+        assert (await client.subscribe(7, STREAM, credit=5)).code == Code.OK
+        await asyncio.wait_for(client.consumer_updates.get(), STEP)
+        await asyncio.sleep(0.5)          # well past the observer's grace for a crossing
+        return {"close": (await client.close_connection()).code}
+    finally:
+        await asyncio.wait_for(client.close(), STEP)
+
+
+def test_a_client_that_never_answers_the_consumer_update_fails(tmp_path):
+    """Negative control: the scenario is judged, not only played."""
+    from conformance import verdicts
+    checker = _checker("rabbitmq-stream", "consumer-update", None, tmp_path)
+    doc, _, _ = _check(checker, lambda c: _run_async(c, _ignores_the_update))
+    failed = [t for t in doc["tests"] if t["verdict"] == verdicts.FAIL]
+    assert [t["requirements"] for t in failed] == [["RMQS-NEW-010"]], _summary(doc)
+    assert doc["exitstatus"] == 1
