@@ -112,7 +112,25 @@ async def max_size(checker) -> dict:
         await asyncio.wait_for(client.close(), STEP)
 
 
-SESSIONS = {"heartbeat": heartbeat, "metadata-update": metadata_update,
+async def server_close(checker) -> dict:
+    client, _ = await _connect(checker)
+    try:
+        assert (await client.create(STREAM)).code == Code.OK
+        out = await _publish_and_consume(client)
+        deadline = asyncio.get_running_loop().time() + STEP
+        while client.server_close is None and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+        assert client.server_close is not None, "no Close from the server"
+        # the client answered (client.py does on receipt); the server's FIN follows
+        while client._closed is None and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+        out.update(close=client.server_close.code, ended=client._closed is not None)
+        return out
+    finally:
+        await asyncio.wait_for(client.close(), STEP)
+
+
+SESSIONS = {"server-close": server_close, "heartbeat": heartbeat, "metadata-update": metadata_update,
             "consumer-update": consumer_update, "error-response": error_response,
             "unknown-fields": unknown_fields, "max-size": max_size}
 
@@ -128,7 +146,12 @@ def test_reference_client_copes(scenario, tmp_path):
     _assert_clean(doc)
     assert doc["scenario"] == scenario
     conn = doc["connections"][-1]
-    assert conn["outcome"] == "recovered", _summary(doc)
+    if scenario == "server-close":
+        # it answered, noticed the FIN and closed its side; the session did not reconnect
+        assert out["ended"] and conn["outcome"] == "surfaced an error", _summary(doc)
+        assert conn["behaviour"] == "the server closed it; the client then closed its side", _summary(doc)
+    else:
+        assert conn["outcome"] == "recovered", _summary(doc)
     assert out["close"] == Code.OK, out
     if scenario == "heartbeat":
         assert out["heartbeats"] >= 2, out
@@ -166,3 +189,31 @@ def test_a_client_that_never_answers_the_consumer_update_fails(tmp_path):
     failed = [t for t in doc["tests"] if t["verdict"] == verdicts.FAIL]
     assert [t["requirements"] for t in failed] == [["RMQS-NEW-010"]], _summary(doc)
     assert doc["exitstatus"] == 1
+
+
+async def _ignores_the_close(checker) -> dict:
+    client, _ = await _connect(checker)
+    answer = client.on_frame
+
+    def deaf(frame) -> None:              # a client that takes note of Close and never answers
+        if isinstance(frame, codec.Close):
+            client.server_close = frame
+            return
+        answer(frame)
+    client.on_frame = deaf
+    try:
+        deadline = asyncio.get_running_loop().time() + STEP
+        while client._closed is None and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+        return {"close": client.server_close.code, "ended": client._closed is not None}
+    finally:
+        await asyncio.wait_for(client.close(), STEP)
+
+
+def test_a_client_that_never_answers_the_server_close_fails(tmp_path):
+    from conformance import verdicts
+    checker = _checker("rabbitmq-stream", "server-close", {"after": 0.1, "wait": 1.5}, tmp_path)
+    doc, out, _ = _check(checker, lambda c: _run_async(c, _ignores_the_close))
+    assert out == {"close": Code.OK, "ended": True}, out
+    failed = [t for t in doc["tests"] if t["verdict"] == verdicts.FAIL]
+    assert [t["requirements"] for t in failed] == [["RMQS-CLOSE-003"]], _summary(doc)

@@ -260,6 +260,9 @@ def rabbitmq_stream_witnesses() -> list[Witness]:
             (C2S, k.Publish(1, (k.PublishedMessage(1, b"x" * 300),)))]),
         Witness("CloseResponse", "RMQS-FRAME-003", handshake() + [(C2S, k.CloseResponse(77, 1))]),
         Witness("CloseResponse", "RMQS-CLOSE-003", handshake() + [(S2C, k.Close(5, 1, "bye")), ("end", C2S, "fin")]),
+        # the server's Close unanswered for 1.1 s (110 heartbeats), then the server's FIN
+        Witness("CloseResponse", "RMQS-CLOSE-003", handshake() + [(S2C, k.Close(5, 1, "bye"))]
+                + [(C2S, k.Heartbeat())] * 110 + [("end", S2C, "fin")]),
         Witness("ConsumerUpdateResponse", "RMQS-FRAME-003", handshake() + [
             (C2S, k.ConsumerUpdateResponse(77, 1, 1, None))]),
         # ConsumerUpdate unanswered while 30 heartbeats (0.3 s) pass, then the client leaves

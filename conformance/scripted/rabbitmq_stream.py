@@ -17,6 +17,12 @@
   (default 16, access refused) instead of OK.
 - ``unknown-fields``: the PeerProperties and Open answers carry server properties no client
   knows ("x-wirecheck-*"); property maps are open-ended, so a client must ignore them.
+- ``server-close``: ``after`` s (default 0.5) after Open, the server closes the connection the
+  protocol's way: a Close (code ``code``, default 1, reason "server shutting down"). The client
+  must answer it with a CloseResponse (RMQS-CLOSE-003; held back from the broker), and then the
+  server ends the TCP connection (FIN), as it does after any Close it sent ("Close"). Whatever
+  the broker writes after the Close is dropped: a closing server sends nothing more. Without an
+  answer within ``wait`` s (default 5) the FIN comes anyway.
 - ``max-size``: the Open answer is padded (a long property) to exactly the frame_max the two
   sides agreed in Tune (or ``size``), the largest frame the client said it accepts.
 """
@@ -229,5 +235,44 @@ def _padded_to(frame, limit: int) -> bytes | None:
     return out
 
 
+class ServerClose(_StreamShaper):
+    name = "server-close"
+    summary = "a Close from the server 0.5 s after Open; the client must answer, then the FIN"
+
+    def __init__(self, relay, options: dict) -> None:
+        super().__init__(relay, options)
+        self.closing: int | None = None          # the Close's correlation id, once sent
+
+    def on_open(self) -> None:
+        self.later(float(self.options.get("after", 0.5)), self._close)
+
+    def _close(self) -> None:
+        self.closing = INJECTED_CORRELATION
+        code = int(self.options.get("code", Code.OK))
+        self.note(f"Close code {code}")
+        self.send(codec.encode(codec.Close(self.closing, code, "server shutting down")))
+        self.later(float(self.options.get("wait", 5.0)), self._end)
+
+    def on_server(self, frame: bytes, parsed, request) -> None:
+        if self.closing is None:
+            self.send(frame)                     # after its Close the server sends nothing more
+
+    def client_frame(self, frame: bytes) -> None:
+        if self.closing is not None and len(frame) >= 12:
+            _, key, _ = _HEAD.unpack_from(frame)
+            if key == Key.CLOSE | RESPONSE_BIT and _SIZE.unpack_from(frame, 8)[0] == self.closing:
+                self.note("CloseResponse held back")
+                self.hold(frame)
+                self._end()
+                return
+        super().client_frame(frame)
+
+    def _end(self) -> None:
+        if not self.ended and not self.relay.finished:
+            self.ended = True
+            self.cancel()
+            self.relay.server_close()
+
+
 SCENARIOS = {cls.name: cls for cls in (Heartbeat, MetadataUpdate, ConsumerUpdate, ErrorResponse,
-                                       UnknownFields, MaxSize)}
+                                       UnknownFields, MaxSize, ServerClose)}

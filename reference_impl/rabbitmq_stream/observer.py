@@ -65,6 +65,9 @@ SERVER_REQUESTS = frozenset((Key.CLOSE, Key.CONSUMER_UPDATE))
 #: Seconds a server request must have been out before a client's close counts as leaving it
 #: unanswered (the two may cross on the wire).
 ANSWER_GRACE = 0.25
+#: Seconds after its Close that a server ending the connection has waited long enough for the
+#: client's CloseResponse (RMQS-CLOSE-003).
+CLOSE_ANSWER_WAIT = 1.0
 #: The handshake's commands ("Authentication"), in the client's order.
 HANDSHAKE_ORDER = (Key.PEER_PROPERTIES, Key.SASL_HANDSHAKE, Key.SASL_AUTHENTICATE, Key.TUNE, Key.OPEN)
 #: The client's step each handshake command needs done first (RMQS-HS-016).
@@ -340,6 +343,15 @@ class StreamObserver(Observer):
                         if req.key == Key.CLOSE and not req.before_open:
                             self.violate("RMQS-CLOSE-001", S2C, index, "the server ended the "
                                          "connection without answering the client's Close")
+            if S2C not in self.blind and C2S not in self.closed_dirs:
+                # The server gave up waiting: a client that let CLOSE_ANSWER_WAIT pass without
+                # answering its Close broke RMQS-CLOSE-003 as surely as one that left first.
+                for reqs in self.pending[S2C].values():
+                    for req in reqs:
+                        if req.key == Key.CLOSE and time - req.time >= CLOSE_ANSWER_WAIT:
+                            self.violate("RMQS-CLOSE-003", C2S, index, "the client did not answer "
+                                         f"the server's Close within {time - req.time:.1f} s; the "
+                                         "server ended the connection")
         else:
             if (self.server_close is not None and S2C not in self.closed_dirs
                     and S2C not in self.blind):
