@@ -57,17 +57,29 @@ async def metadata_update(checker) -> dict:
         await asyncio.wait_for(client.close(), STEP)
 
 
+SAC = {"single-active-consumer": "true", "name": "cc-group"}
+
+
+async def _answer_updates(client, n: int) -> list:
+    """Answer the next ``n`` ConsumerUpdates as they come (from FIRST): (sub, active) of each."""
+    seen = []
+    for _ in range(n):
+        update = await asyncio.wait_for(client.consumer_updates.get(), STEP)
+        client.send(codec.ConsumerUpdateResponse(update.correlation_id, Code.OK, OffsetType.FIRST))
+        seen.append((update.subscription_id, update.active))
+    return seen
+
+
 async def consumer_update(checker) -> dict:
     client, _ = await _connect(checker)
     try:
         assert (await client.create(STREAM)).code == Code.OK
         out = await _publish_and_consume(client)
-        assert (await client.subscribe(7, STREAM, credit=5)).code == Code.OK
-        update = await asyncio.wait_for(client.consumer_updates.get(), STEP)
-        client.send(codec.ConsumerUpdateResponse(update.correlation_id, Code.OK, OffsetType.FIRST))
+        assert (await client.subscribe(7, STREAM, credit=5, properties=SAC)).code == Code.OK
+        # the broker's activation, then the scenario's deactivation and reactivation
+        out["updates"] = await _answer_updates(client, 3)
         deliver = await client.next_delivery(7, STEP)
-        out.update(update=(update.subscription_id, update.active), delivered=deliver.chunk.messages(),
-                   close=(await client.close_connection()).code)
+        out.update(delivered=deliver.chunk.messages(), close=(await client.close_connection()).code)
         return out
     finally:
         await asyncio.wait_for(client.close(), STEP)
@@ -158,7 +170,7 @@ def test_reference_client_copes(scenario, tmp_path):
     elif scenario == "metadata-update":
         assert out["update"] == (Code.STREAM_NOT_AVAILABLE, STREAM), out
     elif scenario == "consumer-update":
-        assert out["update"] == (7, 1) and out["delivered"][0] == b"first", out
+        assert out["updates"] == [(7, 1), (7, 0), (7, 1)] and out["delivered"][0] == b"first", out
     elif scenario == "error-response":
         assert out["create"] == Code.ACCESS_REFUSED and out["again"] == Code.STREAM_ALREADY_EXISTS, out
     elif scenario == "unknown-fields":
@@ -173,8 +185,9 @@ async def _ignores_the_update(checker) -> dict:
     client, _ = await _connect(checker)
     try:
         assert (await client.create(STREAM)).code == Code.OK
-        assert (await client.subscribe(7, STREAM, credit=5)).code == Code.OK
-        await asyncio.wait_for(client.consumer_updates.get(), STEP)
+        assert (await client.subscribe(7, STREAM, credit=5, properties=SAC)).code == Code.OK
+        await _answer_updates(client, 1)                 # the broker's own: answered
+        await asyncio.wait_for(client.consumer_updates.get(), STEP)   # the scenario's: not
         await asyncio.sleep(0.5)          # well past the observer's grace for a crossing
         return {"close": (await client.close_connection()).code}
     finally:
@@ -217,3 +230,67 @@ def test_a_client_that_never_answers_the_server_close_fails(tmp_path):
     assert out == {"close": Code.OK, "ended": True}, out
     failed = [t for t in doc["tests"] if t["verdict"] == verdicts.FAIL]
     assert [t["requirements"] for t in failed] == [["RMQS-CLOSE-003"]], _summary(doc)
+
+
+# -- rstream, the real client -------------------------------------------------------------------
+
+def _rstream_session(rstream):
+    async def session(checker) -> dict:
+        got, confirmed, error = [], [], None
+        done = asyncio.Event()
+
+        async def on_confirm(status):
+            confirmed.append(status.message_id)
+
+        async def on_message(msg, ctx):
+            got.append(bytes(msg))
+            if len(got) >= 2:
+                done.set()
+        try:
+            async with rstream.Producer("127.0.0.1", checker.port, username="guest", password="guest") as producer:
+                await asyncio.wait_for(producer.create_stream("cc-rstream"), STEP)
+                await asyncio.wait_for(producer.send_batch("cc-rstream", [b"one", b"two"],
+                                                           on_publish_confirm=on_confirm), STEP)
+                async with rstream.Consumer("127.0.0.1", checker.port, username="guest", password="guest") as consumer:
+                    await asyncio.wait_for(consumer.subscribe(
+                        "cc-rstream", on_message, offset_specification=rstream.ConsumerOffsetSpecification(
+                            rstream.OffsetType.FIRST, None)), STEP)
+                    await asyncio.wait_for(done.wait(), STEP)
+                    await asyncio.sleep(0.7)           # timed scenarios happen meanwhile
+        except Exception as exc:                       # noqa: BLE001 - what it surfaced is the result
+            error = type(exc).__name__
+        return {"got": got, "confirmed": sorted(confirmed), "error": error}
+    return session
+
+
+@pytest.mark.parametrize("scenario", ["heartbeat", "metadata-update", "unknown-fields", "max-size",
+                                      "error-response"])
+def test_rstream_copes(scenario, tmp_path):
+    """rstream 1.1.1 under the scenarios it copes with: no violation. Under error-response its
+    create_stream raises the refusal (AccessRefused) and it closes cleanly; under
+    metadata-update its consumer stops, as told."""
+    rstream = pytest.importorskip("rstream", reason="rstream is not installed")
+    checker = _checker("rabbitmq-stream", scenario, None, tmp_path)
+    doc, out, _ = _check(checker, lambda c: _run_async(c, _rstream_session(rstream)))
+    _assert_clean(doc)
+    if scenario == "error-response":
+        assert out["error"] == "AccessRefused", out
+    elif scenario == "metadata-update":
+        # the consumer's subscription is told its stream is not available right after it is
+        # accepted: rstream drops it, so nothing is delivered (the session's wait times out)
+        assert out == {"got": [], "confirmed": [1, 2], "error": "TimeoutError"}, out
+    else:
+        assert out == {"got": [b"one", b"two"], "confirmed": [1, 2], "error": None}, out
+
+
+def test_rstream_leaves_the_server_close_unanswered(tmp_path):
+    """A finding, asserted as it is: rstream 1.1.1's handler for the server's Close
+    (Client._on_close) fails the waiting requests and raises; it never sends the CloseResponse
+    the command expects (RMQS-CLOSE-003)."""
+    rstream = pytest.importorskip("rstream", reason="rstream is not installed")
+    checker = _checker("rabbitmq-stream", "server-close", {"after": 0.2, "wait": 1.2}, tmp_path)
+    doc, _, _ = _check(checker, lambda c: _run_async(c, _rstream_session(rstream)))
+    from conformance import verdicts
+    failed = {r for t in doc["tests"] if t["verdict"] == verdicts.FAIL for r in t["requirements"]}
+    assert failed == {"RMQS-CLOSE-003"}, _summary(doc)
+    assert not [t for t in doc["tests"] if t["verdict"] == verdicts.HARNESS_ERROR], _summary(doc)

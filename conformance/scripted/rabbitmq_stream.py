@@ -8,10 +8,16 @@
 - ``metadata-update``: after the first publisher or subscription the broker accepts, a
   MetadataUpdate (code ``code``, default 6, stream not available) for its stream, as a server
   sends when a stream it uses goes away (RMQS-META-007/-008).
-- ``consumer-update``: after the first subscription the broker accepts, a ConsumerUpdate
-  (active) for it, as a server does for a single-active-consumer group. The client must answer
-  with a ConsumerUpdateResponse ("Expects response? Yes"); the answer is recorded and judged, and
-  held back from the broker, which never asked.
+- ``consumer-update``: for a single-active-consumer subscription (Subscribe properties
+  ``single-active-consumer=true``, ``name``) that the broker made active (its own
+  ConsumerUpdate, answered): ``after`` s later (default 0.3) a ConsumerUpdate that deactivates
+  it, and once that is answered, another that activates it again, as a server does when the
+  group's activity moves (SPEC_NOTES.md, command 26). The client must answer each
+  ("Expects response? Yes", RMQS-NEW-010); its answers are recorded and judged, and held back
+  from the broker, which never asked. While the subscription is inactive its Delivers are held
+  (an inactive consumer gets nothing, RMQS-NEW-008) and sent after the reactivation. The broker
+  is not told: deliveries go on from where it was, not from the answer's offset. A client that
+  never subscribes that way sees nothing of this scenario.
 - ``error-response``: the first answer to a valid request after Open (or the first to the
   command named by ``command``, e.g. ``DECLARE_PUBLISHER``) carries response code ``code``
   (default 16, access refused) instead of OK.
@@ -129,31 +135,59 @@ class MetadataUpdate(_StreamShaper):
 
 class ConsumerUpdate(_StreamShaper):
     name = "consumer-update"
-    summary = "a ConsumerUpdate (active) for the first subscription; the client must answer"
+    summary = ("a single-active consumer deactivated, then activated again, by ConsumerUpdate; "
+               "the client must answer each")
 
     def __init__(self, relay, options: dict) -> None:
         super().__init__(relay, options)
-        self.asked: set[int] = set()
+        self.sac: set[int] = set()                 # single-active-consumer subscription ids
+        self.broker_updates: dict[int, int] = {}   # the broker's ConsumerUpdates: corr -> sub
+        self.asked: dict[int, tuple[int, int]] = {}  # ours: correlation -> (sub, active)
+        self.inactive: dict[int, list[bytes]] = {}   # deactivated sub -> its Delivers held
         self.answered = 0
 
-    def on_server(self, frame: bytes, parsed, request) -> None:
-        self.send(frame)
-        if (isinstance(request, codec.Subscribe) and parsed.code == Code.OK and not self.asked):
-            correlation = INJECTED_CORRELATION + len(self.asked)
-            self.asked.add(correlation)
-            self.note(f"ConsumerUpdate subscription {request.subscription_id}")
-            self.send(codec.encode(codec.ConsumerUpdate(correlation, request.subscription_id, 1)))
-
     def client_frame(self, frame: bytes) -> None:
-        if len(frame) >= 12:
-            _, key, _ = _HEAD.unpack_from(frame)
-            correlation = _SIZE.unpack_from(frame, 8)[0]
-            if key == Key.CONSUMER_UPDATE | RESPONSE_BIT and correlation in self.asked:
+        parsed = parse(frame, "client")
+        if isinstance(parsed, codec.Subscribe) and (parsed.properties or {}).get("single-active-consumer") == "true":
+            self.sac.add(parsed.subscription_id)
+        if isinstance(parsed, codec.ConsumerUpdateResponse):
+            if parsed.correlation_id in self.asked:
+                self.hold(frame)                   # the broker never asked
                 self.answered += 1
-                self.note("ConsumerUpdateResponse held back")
-                self.hold(frame)              # the broker never asked
+                sub, active = self.asked.pop(parsed.correlation_id)
+                self.note(f"ConsumerUpdateResponse (active={active}) held back")
+                if active:
+                    self._release(sub)
+                else:
+                    self.later(float(self.options.get("after", 0.3)), lambda: self._update(sub, 1))
                 return
+            sub = self.broker_updates.pop(parsed.correlation_id, None)
+            if sub is not None and not self.asked and not self.log:
+                # the broker made it the active one and the client answered: now the server
+                # moves the group's activity away from it, and later back
+                self.later(float(self.options.get("after", 0.3)), lambda: self._update(sub, 0))
         super().client_frame(frame)
+
+    def on_server(self, frame: bytes, parsed, request) -> None:
+        if isinstance(parsed, codec.ConsumerUpdate) and parsed.subscription_id in self.sac:
+            self.broker_updates[parsed.correlation_id] = parsed.subscription_id
+        if isinstance(parsed, codec.Deliver) and parsed.subscription_id in self.inactive:
+            # an inactive consumer gets nothing until promoted (RMQS-NEW-008): kept for later
+            self.inactive[parsed.subscription_id].append(frame)
+            return
+        self.send(frame)
+
+    def _update(self, sub: int, active: int) -> None:
+        correlation = INJECTED_CORRELATION + len(self.log)
+        self.asked[correlation] = (sub, active)
+        if not active:
+            self.inactive.setdefault(sub, [])
+        self.note(f"ConsumerUpdate subscription {sub} active={active}")
+        self.send(codec.encode(codec.ConsumerUpdate(correlation, sub, active)))
+
+    def _release(self, sub: int) -> None:
+        for frame in self.inactive.pop(sub, []):
+            self.send(frame)
 
 
 class ErrorResponse(_StreamShaper):
