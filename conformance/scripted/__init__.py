@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 #: the connection passes through as it comes (a reference broker never sends one; bounded
 #: memory whatever arrives).
 MAX_HELD_FRAME = 64 * 1024 * 1024
+#: The same for the client's frames: the scenarios read only small ones (requests, answers),
+#: and a large frame held whole would delay the broker's own answer to it (a frame-size limit
+#: enforced as the header arrives).
+CLIENT_HELD_FRAME = 1024 * 1024
 
 #: protocol id -> module of conformance/scripted with its SCENARIOS
 _MODULES = {
@@ -56,12 +60,13 @@ def scenarios_for(protocol: str) -> dict:
 
 class Splitter:
     """Cuts one direction's byte stream into whole frames, as they complete. After a frame it
-    cannot size (:meth:`size` raised ValueError, or a size over :data:`MAX_HELD_FRAME`), it stops
-    cutting: the rest of the stream comes out as it arrives (``raw`` is then True)."""
+    cannot size (:meth:`size` raised ValueError, or a size over ``limit``), it stops cutting: the
+    rest of the stream comes out as it arrives (``raw`` is then True)."""
 
     def __init__(self) -> None:
         self.buf = bytearray()
         self.raw = False
+        self.limit = MAX_HELD_FRAME
 
     def size(self, buf: bytearray) -> int | None:
         """Bytes of the next whole frame at the start of ``buf``, or None if ``buf`` does not
@@ -78,7 +83,7 @@ class Splitter:
                 n = self.size(self.buf)
             except ValueError:
                 n = -1
-            if n is not None and (n <= 0 or n > MAX_HELD_FRAME):
+            if n is not None and (n <= 0 or n > self.limit):
                 self.raw = True
                 out.append(bytes(self.buf))
                 self.buf.clear()
@@ -127,6 +132,7 @@ class FrameShaper:
         self.options = options
         self.down = self.make_splitter("s2c")
         self.up = self.make_splitter("c2s")
+        self.up.limit = CLIENT_HELD_FRAME
         self.timers: list[asyncio.TimerHandle] = []
         self.ended = False
         #: what the scenario did on this connection, for tests and logs: (time, what)
