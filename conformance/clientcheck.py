@@ -35,6 +35,8 @@ from conformance.tcpflows import endpoint
 TRANSCRIPT_BYTES = 64 * 1024
 #: Messages of one requirement shown in its case (the count says how many there were).
 MESSAGES_SHOWN = 5
+#: Scenario actions listed per connection (the rest are counted).
+ACTIONS_SHOWN = 20
 #: How each client coped (Connection.outcome).
 RECOVERED, SURFACED, HUNG, CRASHED, OPEN = "recovered", "surfaced an error", "hung", "crashed", "open"
 OUTCOMES = (RECOVERED, SURFACED, HUNG, CRASHED, OPEN)
@@ -56,6 +58,21 @@ class Connection:
     cut: bool = False
     #: A later connection came within RECONNECT_WINDOW of the cut (set by the checker).
     reconnected: bool = False
+    #: The relay's scenario (its ``log`` says what a protocol-level scenario did), or None.
+    shaper: object = None
+
+    def scenario_actions(self) -> list[str]:
+        """What the scenario did on this connection, repeats collapsed ("Heartbeat x12")."""
+        out: list[list] = []
+        for _, what in getattr(self.shaper, "log", ()):
+            if out and out[-1][0] == what:
+                out[-1][1] += 1
+            else:
+                out.append([what, 1])
+        shown = [what if n == 1 else f"{what} x{n}" for what, n in out[:ACTIONS_SHOWN]]
+        if len(out) > ACTIONS_SHOWN:
+            shown.append(f"... and {len(out) - ACTIONS_SHOWN} more")
+        return shown
 
     def add(self, direction: str, data: bytes, now: float) -> None:
         room = TRANSCRIPT_BYTES - self.kept[direction]
@@ -190,7 +207,8 @@ class ClientChecker:
         if conn is None:
             peer = relay.client.transport.get_extra_info("peername") if relay.client.transport else None
             client = endpoint(str(peer[0]), int(peer[1])) if peer else "?"
-            conn = self.connections[id(relay)] = Connection(len(self.connections) + 1, client, now)
+            conn = self.connections[id(relay)] = Connection(len(self.connections) + 1, client, now,
+                                                            shaper=getattr(relay, "shaper", None))
         if isinstance(data, (bytes, bytearray)):
             conn.add(direction, bytes(data), now)
         elif direction not in conn.ends:
@@ -235,6 +253,8 @@ class ClientChecker:
                 (broken if v["direction"] == "c2s" else server_broken)[v["requirement"]].append(v)
             types = {row["type"] for row in frames[name] if row["direction"] == "c2s"}
             exercised = exercised_requirements(observer, types) & set(cat)
+            actions = conn.scenario_actions() if conn else []
+            scripted = f"\nthe scenario: {'; '.join(actions)}" if actions else ""
             base = {"protocol": self.spec.id, "expected": None, "actual": None, "duration": flow["duration"],
                     "transcript": "", "behaviour": behaviour, "outcome": outcome}
             for rid, found in sorted(broken.items()):
@@ -242,7 +262,7 @@ class ClientChecker:
                 verdict = verdicts.FAIL if lvl == "MUST" else verdicts.NON_STRICT
                 tests.append({**base, "nodeid": f"clients::#{number} {name}::{rid}", "requirements": [rid],
                               "verdict": verdict, "message": _messages(found) + f"\nthe client: {outcome} "
-                              f"({behaviour})", "wire": wire})
+                              f"({behaviour})" + scripted, "wire": wire})
             for rid, found in sorted(server_broken.items()):
                 tests.append({**base, "nodeid": f"clients::#{number} {name}::server {rid}", "requirements": [],
                               "verdict": verdicts.HARNESS_ERROR,
@@ -251,10 +271,11 @@ class ClientChecker:
             if kept:
                 tests.append({**base, "nodeid": f"clients::#{number} {name}", "requirements": kept,
                               "verdict": verdicts.PASS, "message": f"{len(kept)} requirement(s) exercised, "
-                              f"none broken; {outcome}: {behaviour}", "wire": []})
+                              f"none broken; {outcome}: {behaviour}" + scripted, "wire": []})
             connections.append({"number": number, "flow": name, "behaviour": behaviour, "outcome": outcome,
                                 "frames_c2s": flow["frames_c2s"], "frames_s2c": flow["frames_s2c"],
-                                "violations": len(violations[name]), "error": flow["error"]})
+                                "violations": len(violations[name]), "error": flow["error"],
+                                "scenario_actions": actions})
         counts: dict[str, int] = defaultdict(int)
         by_id = defaultdict(list)
         for t in tests:
@@ -386,6 +407,8 @@ def print_summary(doc: dict, out) -> None:
     for conn in doc["connections"]:
         print(f"#{conn['number']} {conn['flow']}: {conn['frames_c2s']} frame(s) from the client, "
               f"{conn['violations']} violation(s); {conn['outcome']}: {conn['behaviour']}", file=out)
+        if conn.get("scenario_actions"):
+            print(f"  the scenario: {'; '.join(conn['scenario_actions'])}", file=out)
     for t in bad:
         first = t["message"].splitlines()[0] if t["message"] else ""
         print(f"  {t['verdict']} {t['nodeid'].split('::', 1)[1]}: {first}", file=out)

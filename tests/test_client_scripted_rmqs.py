@@ -158,6 +158,9 @@ def test_reference_client_copes(scenario, tmp_path):
     _assert_clean(doc)
     assert doc["scenario"] == scenario
     conn = doc["connections"][-1]
+    # the report says what the scenario did on the connection
+    assert conn["scenario_actions"], _summary(doc)
+    assert all(a in t["message"] for t in doc["tests"] for a in conn["scenario_actions"]), _summary(doc)
     if scenario == "server-close":
         # it answered, noticed the FIN and closed its side; the session did not reconnect
         assert out["ended"] and conn["outcome"] == "surfaced an error", _summary(doc)
