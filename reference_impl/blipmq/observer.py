@@ -268,6 +268,22 @@ class BlipObserver(Observer):
             requirement = PAYLOAD_RULES.get(FrameType.__members__.get(word), "BLIP-FRAME-001")
         self.violate(requirement, direction, index, f"{error.category}: {error.message}")
 
+    def answered_request(self, frame, skip: frozenset = frozenset()) -> Optional[_Request]:
+        """The outstanding client request the server frame ``frame`` would answer, or None,
+        without judging or changing anything; requests whose order (``seq``) is in ``skip`` are
+        left out. A scripted scenario that answers a request itself, in the server's stead
+        (conformance/scripted/blipmq.py), asks which of the other requests a server frame
+        answers, and puts its own answer before the frame when that request came later."""
+        if frame.type not in SERVER_TYPES:
+            return None
+        if frame.type is FrameType.PUBLISH:
+            return self._poll_for(frame, skip)[0]
+        return self._request_for(frame, shape(frame), skip)
+
+    def outstanding(self) -> list[_Request]:
+        """The client's requests not yet known to be handled, oldest first."""
+        return list(self.pending.queue)
+
     # -- the client's frames ---------------------------------------------------------------------
 
     def _client(self, frame, index: int) -> None:
@@ -323,11 +339,13 @@ class BlipObserver(Observer):
             self._delivery(req.frame, frame, index, certain, cid_polled)
         return self.answered(req.index, index, req.frame.type.name, time - req.time)
 
-    def _request_for(self, frame, answer: str) -> Optional[_Request]:
+    def _request_for(self, frame, answer: str, skip: frozenset = frozenset()) -> Optional[_Request]:
         """The outstanding request an ACK/NACK/PONG answers: same correlation id, the first one
         the answer suits, else the first one the document sets no answer for (a client's NACK
         or PONG), else the first one (whose answer is then wrong)."""
         same = self.pending.same_cid(frame.correlation_id)
+        if skip:
+            same = [r for r in same if r.seq not in skip]
         unjudged = None
         for req in same:
             expected = expectation(self.phase, req.frame)
@@ -341,11 +359,13 @@ class BlipObserver(Observer):
             return same[0]
         return None
 
-    def _poll_for(self, frame) -> tuple[Optional[_Request], bool]:
+    def _poll_for(self, frame, skip: frozenset = frozenset()) -> tuple[Optional[_Request], bool]:
         """The outstanding POLL a delivery answers: one whose subscription (when known) has the
         delivery's topic, for QoS0 preferably one with the delivery's correlation id; and
         whether that is certain (every such POLL names the same subscription)."""
         polls = self.pending.polls
+        if skip:
+            polls = [r for r in polls if r.seq not in skip]
         if not polls:
             return None, False
         fitting = [r for r in polls if self._topic_of(r.frame) in (None, frame.topic)]

@@ -5,9 +5,11 @@
     await client.send("topic/news", b"hello", {"price": "N12"})
     message = await client.next_message()        # acked automatically unless auto_ack=False
 
-The handshake: the offer, the server's reply (an ERROR instead raises :class:`HandshakeRefused`),
-then the final handshake: every required extension of both sides, and the optional ones the
-client accepts (by default those of the reply it knows). Sending respects the agreed window:
+The handshake: the offer, the server's reply (an ERROR instead raises :class:`HandshakeRefused`;
+a reply requiring an extension the client does not implement gets an ERROR frame from the client
+and raises :class:`ExtensionsNotImplemented`), then the final handshake: every required
+extension of both sides, and the optional ones the client accepts (by default those of the
+reply it knows). Sending respects the agreed window:
 ``send`` waits (bounded by ``timeout``) while ``window`` SENDs are unacked.
 """
 from __future__ import annotations
@@ -28,6 +30,17 @@ _SEQ = struct.Struct(">H")
 
 class HandshakeRefused(Exception):
     """The server answered the handshake with an ERROR frame."""
+
+
+class ExtensionsNotImplemented(HandshakeRefused):
+    """The server's reply requires extensions this client does not implement: the client
+    refused it with an ERROR frame and disconnects ("If the client do not support the
+    extensions required by the server it MUST send an ERROR frame and disconnect")."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__("the server requires extension(s) this client does not implement: "
+                         + ", ".join(names))
+        self.names = names
 
 
 def _extensions(items) -> tuple[syntax.Extension, ...]:
@@ -60,6 +73,9 @@ def final_handshake(offer: Handshake, reply: Handshake, accept: Optional[Iterabl
 
 
 class MM2Client(FramedClient):
+    #: The extensions this client implements: a reply requiring any other is refused.
+    implemented = frozenset(OFFICIAL_EXTENSIONS)
+
     def __init__(self, reader, writer, timeout: float, auto_ack: bool, profile: str) -> None:
         super().__init__(reader, writer, codec.make_decoder(origin="server", profile=profile), timeout)
         self.auto_ack = auto_ack
@@ -97,6 +113,12 @@ class MM2Client(FramedClient):
         reply = await asyncio.wait_for(self.reply, self.timeout)
         if isinstance(reply, Error):
             raise HandshakeRefused(reply.text)
+        unknown = [e.name for e in reply.required if e.name not in self.implemented]
+        if unknown:
+            # MM2-HS-010: refuse with an ERROR frame; connect() then closes the connection
+            self.write(codec.encode(Error(f"required extension(s) not implemented: {', '.join(unknown)}")))
+            await asyncio.wait_for(self.writer.drain(), self.timeout)
+            raise ExtensionsNotImplemented(unknown)
         final = final_handshake(offer, reply, accept)
         policy = ServerPolicy.for_profile(self.profile, supported=tuple({e.name for e in final.required + final.optional}))
         self.agreement = agree(policy, offer, reply, final)
