@@ -175,8 +175,10 @@ def cmd_serve(args) -> int:
         options["raw_port"] = args.raw_port
     if args.check_clients:
         return _serve_checking_clients(spec, args, port, options)
-    if args.scenario is not None or args.duration is not None or args.report is not None:
-        print("wirecheck serve: --scenario, --duration and --report go with --check-clients", file=sys.stderr)
+    if (args.scenario is not None or args.duration is not None or args.report is not None
+            or args.scenario_option):
+        print("wirecheck serve: --scenario, --scenario-option, --duration and --report go with "
+              "--check-clients", file=sys.stderr)
         return EXIT_HARNESS
     capture = None
     listen_host, listen_port = args.host, port
@@ -250,6 +252,13 @@ def _serve_checking_clients(spec, args, port: int, options: dict) -> int:
     if args.duration is not None and args.duration <= 0:
         print("wirecheck serve: --duration must be > 0", file=sys.stderr)
         return EXIT_HARNESS
+    args.scenario_options = {}
+    for item in args.scenario_option or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            print(f"wirecheck serve: --scenario-option wants KEY=VALUE, not {item!r}", file=sys.stderr)
+            return EXIT_HARNESS
+        args.scenario_options[key.strip()] = value.strip()
     if spec.extra_ports:
         options["raw_port"] = 0
     try:
@@ -505,6 +514,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --check-clients: what the server's bytes go through on the way to the "
                         "client: none, split, coalesce, delay, close (default none), or one of the protocol's "
                         "own (heartbeat, error-response, unknown-fields, max-size, ...: see the README)")
+    s.add_argument("--scenario-option", action="append", default=None, metavar="KEY=VALUE",
+                   help="with --check-clients: an option of the scenario (e.g. interval=1.0, code=17, "
+                        "command=SUBSCRIBE; see the README); repeatable")
     s.add_argument("--duration", type=float, default=None, metavar="S",
                    help="with --check-clients: stop after S seconds")
     s.add_argument("--report", default=None, metavar="FILE",

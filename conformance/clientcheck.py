@@ -372,7 +372,8 @@ def serve(spec, broker, args, port: int) -> int:
     from conformance.cli import until_stopped
     raw = getattr(args, "raw_port", None)
     checker = ClientChecker(spec, broker, host=args.host, ports=(port, raw if raw is not None else 0),
-                            scenario=args.scenario, profile=args.profile, capture_path=args.capture)
+                            scenario=args.scenario, scenario_options=getattr(args, "scenario_options", None),
+                            profile=args.profile, capture_path=args.capture)
 
     async def main() -> None:
         try:

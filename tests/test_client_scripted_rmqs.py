@@ -297,3 +297,18 @@ def test_rstream_leaves_the_server_close_unanswered(tmp_path):
     failed = {r for t in doc["tests"] if t["verdict"] == verdicts.FAIL for r in t["requirements"]}
     assert failed == {"RMQS-CLOSE-003"}, _summary(doc)
     assert not [t for t in doc["tests"] if t["verdict"] == verdicts.HARNESS_ERROR], _summary(doc)
+
+
+def test_scenario_options_come_as_text_from_the_command_line(tmp_path):
+    """``--scenario-option interval=0.05`` reaches the scenario as text; it is read as a number."""
+    checker = _checker("rabbitmq-stream", "heartbeat", {"interval": "0.05"}, tmp_path)
+    doc, out, _ = _check(checker, lambda c: _run_async(c, heartbeat))
+    _assert_clean(doc)
+    assert out["heartbeats"] >= 10, out                 # 1 s of 0.05 s beats (0.3 s: about 3)
+
+
+def test_a_malformed_scenario_option_is_refused(capsys):
+    from conformance.cli import main
+    assert main(["serve", "--protocol", "rabbitmq-stream", "--check-clients", "--scenario",
+                 "heartbeat", "--scenario-option", "interval", "--duration", "1"]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err
