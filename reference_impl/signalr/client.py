@@ -19,7 +19,9 @@ iterator over StreamItems, cancellable with CancelInvocation), client-to-server 
 ``streams=`` on any of them (``streamIds``, then StreamItems and a Completion per stream),
 :meth:`HubClient.on` for methods the server invokes (with an invocationId the handler's return
 value or exception goes back as a Completion: "client results"), :meth:`HubClient.ping`,
-:meth:`HubClient.close` (sends Close). Every wait is bounded by ``timeout``.
+:meth:`HubClient.close` (sends Close). A Close from the server ends the connection: the
+client closes the transport without waiting for the server to, then the waiting calls fail
+(:class:`HubError` with the Close's error, if it has one). Every wait is bounded by ``timeout``.
 """
 from __future__ import annotations
 
@@ -391,9 +393,20 @@ class HubClient:
 
     async def _read_loop(self) -> None:
         try:
-            while (data := await self.transport.recv()) is not None:
+            while self.close_message is None and (data := await self.transport.recv()) is not None:
                 for message in self.decoder.feed(data):
                     self._dispatch(message)
+                    if self.close_message is not None:
+                        break           # the server's Close ends the connection: read no further
+            if self.close_message is not None:
+                # "Close": the connection is over. The client ends the transport itself (as
+                # @microsoft/signalr stops its connection at once) rather than wait for the
+                # server's end; then the calls fail with the Close's error (wait_closed: the
+                # connection is gone by then).
+                try:
+                    await asyncio.wait_for(self.transport.close(), self.timeout)
+                except (ConnectionError, OSError, RuntimeError, asyncio.TimeoutError):
+                    pass
             reason = "connection closed by the server"
             if self.close_message is not None and self.close_message.error:
                 reason += f": {self.close_message.error}"
