@@ -200,7 +200,10 @@ class _Relay:
         if receiver is None or receiver.transport is None:
             self.early_eof = True
         elif not receiver.transport.is_closing() and receiver.transport.can_write_eof():
-            receiver.transport.write_eof()
+            try:
+                receiver.transport.write_eof()
+            except OSError:
+                pass        # that socket is already gone (ENOTCONN): its loss is reported by lost()
         if self.eof_seen == {"c2s", "s2c"}:
             self._close_both()
 
