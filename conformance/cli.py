@@ -241,7 +241,7 @@ def cmd_serve(args) -> int:
 def _serve_checking_clients(spec, args, port: int, options: dict) -> int:
     """``serve --check-clients``: the broker on a private loopback port, checking relays on the
     public ones (conformance/clientcheck.py)."""
-    from conformance.client_scenarios import scenarios
+    from conformance.client_scenarios import scenarios, shaper_factory
     from conformance.clientcheck import serve as serve_checked
     args.scenario = args.scenario or "none"
     known = scenarios(spec.id)
@@ -259,6 +259,11 @@ def _serve_checking_clients(spec, args, port: int, options: dict) -> int:
             print(f"wirecheck serve: --scenario-option wants KEY=VALUE, not {item!r}", file=sys.stderr)
             return EXIT_HARNESS
         args.scenario_options[key.strip()] = value.strip()
+    try:
+        shaper_factory(args.scenario, args.scenario_options, spec.id)
+    except ValueError as exc:
+        print(f"wirecheck serve: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
     if spec.extra_ports:
         options["raw_port"] = 0
     try:

@@ -205,4 +205,8 @@ def shaper_factory(name: str, options: dict | None = None, protocol: str | None 
     except KeyError:
         raise ValueError(f"unknown scenario {name!r}; known: {', '.join(known)}") from None
     opts = dict(options or {})
+    try:
+        cls(None, opts)            # options read at construction are checked now, not per connection
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ValueError(f"scenario {name!r}: bad option ({type(exc).__name__}: {exc})") from None
     return lambda relay: cls(relay, opts)
