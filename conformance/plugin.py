@@ -29,9 +29,19 @@ _TARGET_KEY = pytest.StashKey[Target]()
 _RUN_KEY = pytest.StashKey[tuple]()
 _STARTED_KEY = pytest.StashKey[float]()
 _CASES_KEY = pytest.StashKey[int]()
+_ATTACHED_KEY = pytest.StashKey[int]()
 #: The run's slack over ``cases x timeout``: a minute, less 5 s kept for start-up, the report
 #: and the exit.
 RUN_SLACK = 55.0
+#: Characters of transcripts (text and wire data) the reports of one run attach, over all its
+#: tests. Each test's transcript is bounded (target.TranscriptLimits), but a failing report is
+#: kept until the run ends (pytest's terminal summary, the result collector's parsed copy, and
+#: `wirecheck check` reads the result file back): a target that makes every test fail with a
+#: long conversation would add those bounds up over hundreds of tests (the SignalR suite against
+#: an endless stream of Pings once attached 2.3 MB per test: 480 MB by the last test, 830 MB
+#: with the result file read back). Far more than a run against a sound target attaches; past
+#: it, a failing test's report says its transcript was left out.
+RUN_TRANSCRIPT_CHARS = 16 << 20
 
 
 # -- options -----------------------------------------------------------------------------------
@@ -311,12 +321,27 @@ def pytest_runtest_makereport(item, call):
         # The outcomes the test accepted, and what came instead, for the report.
         report.sections.append(("wirecheck outcome", json.dumps({"expected": exc.expected, "actual": exc.actual})))
     if verdict != verdicts.PASS and tgt is not None and tgt.transcripts:
-        text = tgt.render_transcripts()
+        text, wire = attached_transcripts(item.config, tgt)
         report.sections.append(("wirecheck transcript", text))
         # The same, as data for the HTML report (sections are strings: they cross xdist).
-        report.sections.append(("wirecheck wire", json.dumps(tgt.transcripts_json())))
+        report.sections.append(("wirecheck wire", wire))
         _allure_attach(item.config, text)
     return report
+
+
+def attached_transcripts(config, tgt) -> tuple[str, str]:
+    """(the transcript text, the wire data as JSON) a failing report attaches, within the run's
+    :data:`RUN_TRANSCRIPT_CHARS`; once that is spent, a note in their place."""
+    text = tgt.render_transcripts()
+    wire = json.dumps(tgt.transcripts_json())
+    used = config.stash.get(_ATTACHED_KEY, 0)
+    size = len(text) + len(wire)
+    if used + size > RUN_TRANSCRIPT_CHARS:
+        return (f"transcript left out ({len(tgt.transcripts)} connection(s), {size} characters): the "
+                f"reports of this run already hold {used} characters of transcripts (the run's "
+                f"allowance is {RUN_TRANSCRIPT_CHARS}); the earlier failures' are kept"), "[]"
+    config.stash[_ATTACHED_KEY] = used + size
+    return text, wire
 
 
 _SEVERITY = {"MUST": "critical", "SHOULD": "normal", "MAY": "minor"}

@@ -10,7 +10,9 @@ stream of them forever, and hypothesis shrinks a failure by running it again, on
 run. So each test also has a :class:`Budget`: a wall-clock limit on its I/O, and a number of
 receives the target may leave unanswered; past either, :class:`BudgetSpent` ends the test
 (verdict TIMEOUT). Transcripts are bounded too (:class:`TranscriptLimits`): a flooding target
-gets the start of the conversation, its last entry and a note of what was cut.
+gets the start of the conversation, its last entry and a note of what was cut. A suite that
+reads past frames it did not ask for (keep-alives) bounds how many, then drops the connection
+(:meth:`Connection.drop`, :class:`TargetFlooded`) rather than read a flood until the budget ends.
 """
 from __future__ import annotations
 
@@ -154,6 +156,12 @@ class TargetMalformed(TargetError):
     """The target sent bytes the reference decoder rejects."""
 
 
+class TargetFlooded(TargetError):
+    """The target sent more frames unasked than a suite reads past while it waits for an
+    answer (a flood, e.g. an endless stream of keep-alives): the suite dropped the connection
+    (:meth:`Connection.drop`) rather than read on until the test's budget ends."""
+
+
 @dataclass
 class TranscriptEntry:
     time: float
@@ -243,12 +251,16 @@ class Connection:
         self.encode = encode or spec.encode
         self._frames: list = []
         self.closed_by_peer = False
+        #: Why the kit dropped the connection (:meth:`drop`); None while it is open.
+        self.dropped: str | None = None
 
     # -- sending -------------------------------------------------------------------------------
 
     def send(self, *items, chunks: int | list[int] | None = None) -> None:
         """Send frames (encoded with the reference codec) and/or raw bytes, as one write or
         split into ``chunks`` (a chunk size, or a list of sizes)."""
+        if self.dropped is not None:
+            raise TargetFlooded(self.dropped)
         data = b"".join(i if isinstance(i, (bytes, bytearray)) else self.encode(i) for i in items)
         self.transcript.add("->", data, self._describe(items))
         pieces = _split(data, chunks)
@@ -305,9 +317,12 @@ class Connection:
         raise TargetError(f"expected {wanted}, got {got}", labels, got)
 
     def recv(self, timeout: float | None = None, expecting: str = "a frame"):
-        """The next frame; raises :class:`TargetTimeout`/:class:`TargetClosed`/:class:`TargetMalformed`."""
+        """The next frame; raises :class:`TargetTimeout`/:class:`TargetClosed`/:class:`TargetMalformed`
+        (:class:`TargetFlooded` once the kit dropped the connection)."""
         if self._frames:
             return self._frames.pop(0)
+        if self.dropped is not None:
+            raise TargetFlooded(self.dropped)
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while not self._frames:
             remaining = deadline - time.monotonic()
@@ -381,6 +396,15 @@ class Connection:
                                 + (f" ({reason})" if reason else "")) from None
         raise TargetError(f"expected the connection to be closed, got "
                           f"{_short(self.spec.frame_to_dict(frame))}" + (f" ({reason})" if reason else ""))
+
+    def drop(self, reason: str) -> TargetFlooded:
+        """Stop reading a flooding target: note it in the transcript, close the connection
+        (unread frames and bytes discarded) and return the failure to raise; any later
+        receive on this connection raises it again."""
+        self.transcript.add("--", b"", f"the kit dropped the connection: {reason}")
+        self.dropped = reason
+        self.close()
+        return TargetFlooded(reason)
 
     def close(self) -> None:
         self._frames = []              # a flood's unread frames: a test may open hundreds of connections

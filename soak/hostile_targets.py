@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -37,8 +38,9 @@ TARGETS = (("blipmq", "blipmq", "tcp"), ("micromessage2", "micromessage2", "tcp"
 #: The bound on the kit's peak memory: what a suite run needs against a sound target (about
 #: 80-150 MB: Python, pytest, hypothesis, the codecs; measured by this run's own figures), plus
 #: one message of the largest size the suite accepts from a target (64 MiB, the suites'
-#: MAX_INCOMING), plus the transcripts' byte limit (8 MiB, target.TranscriptLimits), with room
-#: to spare. A kit that buffers a flood or allocates a declared 4 GiB length breaks it at once.
+#: MAX_INCOMING), plus the transcripts' byte limit (8 MiB, target.TranscriptLimits) and what the
+#: run's reports keep of them (16 M characters, plugin.RUN_TRANSCRIPT_CHARS), with room to
+#: spare. A kit that buffers a flood or allocates a declared 4 GiB length breaks it at once.
 MEMORY_BOUND_MB = 300.0
 SLACK_S = 60.0
 #: Quick run: per protocol, a ``-k`` selection of a handshake test (and one that waits for a
@@ -101,7 +103,12 @@ def collect(protocol: str, extra: list[str], workdir: str) -> list[str]:
     argv = [sys.executable, "-m", "conformance.cli", "check", "--protocol", protocol,
             *_profile_args(protocol, workdir), "--", "--collect-only", "-p", "no:randomly", *extra]
     out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300).stdout
-    return sorted(_nodeid(line.strip()) for line in out.splitlines() if "::" in line and " " not in line.strip())
+    # One node id per line (the kit runs pytest with -q). A parametrized id may hold spaces
+    # ("emoji \U0001f600"): a line is a node id when it starts with a test file's path.
+    return sorted(_nodeid(line.rstrip("\r\n")) for line in out.splitlines() if _NODEID.match(line))
+
+
+_NODEID = re.compile(r"\S+\.py::\S")
 
 
 def _nodeid(text: str) -> str:
@@ -139,17 +146,21 @@ def run_case(label: str, protocol: str, transport: str, kind: str, *, timeout: f
     tests = _tests(report)
     got = {t["nodeid"]: t for t in tests}
     missing = sorted(set(expected) - set(got))
+    # Verdicts for cases the collection did not name: the count (and so the time bound) is wrong.
+    unexpected = sorted(set(got) - set(expected))
     unexplained = sorted(t["nodeid"] for t in tests if t["verdict"] in (verdicts.FAIL, verdicts.TIMEOUT)
                          and not str(t.get("message") or "").strip())
     goals = {"within_time_bound": {"figure": round(wall, 2), "bound": round(bound, 2),
                                    "met": not hung and wall <= bound},
              "every_case_has_a_verdict": {"figure": len(missing), "bound": 0,
-                                          "met": bool(expected) and not missing and not unexplained},
+                                          "met": bool(expected) and not missing and not unexplained
+                                          and not unexpected},
              "memory_bounded": {"figure": round(memory.mb, 1), "bound": MEMORY_BOUND_MB,
                                 "met": 0 < memory.mb <= MEMORY_BOUND_MB},
              "non_zero_exit": {"figure": code, "met": code not in (0, None)}}
     return {"target": label, "protocol": protocol, "transport": transport, "server": kind,
             "cases": len(expected), "reported": len(tests), "missing": missing[:20],
+            "unexpected": unexpected[:20],
             "without_reason": unexplained[:20], "killed_after_s": round(2 * bound, 1) if hung else None,
             "verdicts": dict(Counter(t["verdict"] for t in tests)), "exit_code": code,
             "connections_accepted": server.accepted, "goals": goals,

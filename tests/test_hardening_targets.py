@@ -7,13 +7,15 @@ and a reset on connect must end within ``cases x timeout + 60 s``, give every ca
 One handshake case per protocol with a 0.3 s receive timeout keeps it to seconds (the quick
 soak run, ``python -m soak.hostile_targets --quick``, adds the hypothesis state machines, whose
 shrinking is what repeats a failure, and the other four servers).
-Plus the kit's own bounds, in process: a bounded transcript and a per-test budget.
+Plus the kit's own bounds, in process: a bounded transcript, a per-test budget, the SignalR
+suite dropping a flood of Pings, and the run's allowance for transcripts in reports.
 """
 from __future__ import annotations
 
-import pytest
-
+import json
 import time
+
+import pytest
 
 from conformance.target import Budget, BudgetSpent, Transcript, TranscriptLimits, spent_in
 from soak import hostile_targets as soak
@@ -57,6 +59,79 @@ def test_transcript_is_bounded_and_says_it_was_cut():
     assert len(shown) == 12 and "transcript cut: 989 entries" in shown[10][3]
     assert shown[-1][3] == "frame 999"
     assert "transcript cut" in t.render()
+
+
+def test_signalr_suite_drops_a_flood_of_pings_with_a_clear_failure():
+    """An endless stream of Pings: the suite's receive fails at once, naming the flood, and
+    drops the connection (it used to read the stream for its whole timeout, each read one more
+    transcript entry, and a test waiting for a close read it for its whole budget)."""
+    from conformance.profiles import load_profile
+    from conformance.suites.signalr.conftest import MAX_PINGS, Sig
+    from conformance.target import Target, TargetFlooded
+    from reference_impl.core import registry
+    spec = registry.get("signalr")
+    for transport in ("tcp", "ws"):
+        with hostile_targets.start("endless", "signalr", transport) as server:
+            url = server.target if transport == "ws" else None
+            tgt = Target("127.0.0.1", server.port, spec, load_profile(spec, "v1"), timeout=5.0, url=url)
+            try:
+                sig = Sig(tgt, "json")
+                conn = sig.connect()
+                started = time.monotonic()
+                with pytest.raises(TargetFlooded, match=f"more than {MAX_PINGS} keep-alive Pings .*"
+                                                        "expected the answer.*dropped the connection"):
+                    sig.recv(conn, "the answer")
+                assert time.monotonic() - started < 2.5, transport    # not its 5 s timeout
+                with pytest.raises(TargetFlooded):                     # dropped: no more reading
+                    conn.recv()
+                with pytest.raises(TargetFlooded):
+                    conn.send(b"x")
+                assert tgt.budget.timeouts == 0
+                transcript = tgt.transcripts[-1]
+                assert len(transcript.entries) < 20, transcript.render()
+                assert "the kit dropped the connection" in transcript.render()
+            finally:
+                tgt.close_all()
+
+
+@pytest.mark.parametrize("label,transport", [("signalr", "tcp"), ("signalr-ws", "ws")])
+def test_signalr_suite_against_an_endless_stream_of_pings(label, transport, tmp_path):
+    """The SignalR cases that skip keep-alive Pings (a value round trip, and the silent client
+    waiting for its close), against an endless stream of them: each fails at once, naming the
+    flood. Before, each read the stream for its whole timeout (the silent client for its test
+    budget) and the run went over the soak run's time and memory bounds."""
+    extra = ["-k", "test_silent_client_is_dropped or test_values_carry_through"]
+    expected = soak.collect("signalr", extra, str(tmp_path))
+    assert len(expected) > 20
+    result = soak.run_case(label, "signalr", transport, "endless", timeout=soak.FULL_TIMEOUT, extra=extra,
+                           expected=expected, workdir=str(tmp_path))
+    assert result["ok"], result
+    assert result["goals"]["within_time_bound"]["figure"] < 20, result["goals"]
+    report = json.loads((tmp_path / f"{label}-endless.json").read_text())
+    silent = [t for t in report["tests"] if "test_silent_client_is_dropped" in t["nodeid"]]
+    assert silent and all(t["verdict"] in ("FAIL", "NON-STRICT") and "keep-alive Pings" in t["message"]
+                          for t in silent), silent       # SIGR-V1-009 is a SHOULD
+
+
+def test_the_reports_of_a_run_attach_transcripts_within_an_allowance(monkeypatch):
+    """Each failing report keeps its transcript until the run ends: over the run's allowance,
+    later reports say theirs was left out."""
+    from conformance import plugin
+    from conformance.target import Target
+
+    class Config:
+        stash = pytest.Stash()
+    monkeypatch.setattr(plugin, "RUN_TRANSCRIPT_CHARS", 12000)
+    tgt = Target("127.0.0.1", 1, None, None)
+    for _ in range(3):
+        tgt._transcript("flood").add("<-", bytes(1000), "frames")
+    config = Config()
+    text, wire = plugin.attached_transcripts(config, tgt)
+    assert "transcript flood" in text and len(json.loads(wire)) == 3
+    used = len(text) + len(wire)
+    text2, _ = plugin.attached_transcripts(config, tgt)         # 2 x used > 12000
+    assert used <= 12000 < 2 * used and text2.startswith("transcript left out (3 connection(s)")
+    assert config.stash[plugin._ATTACHED_KEY] == used
 
 
 def test_budget_stops_a_test_after_repeated_timeouts_and_connections():

@@ -24,6 +24,13 @@ from reference_impl.signalr.messages import (Close, Completion, HandshakeRequest
 
 #: What the suite accepts from a target (a bound of its own, not the protocol's 2 GB).
 MAX_INCOMING = 64 * 1024 * 1024
+#: Keep-alive Pings one receive reads past before the suite calls the target a flood and drops
+#: the connection (:meth:`Sig.recv`). A sound server sends one Ping per keep-alive interval
+#: (15 s by default, seconds in any profile) and a receive waits seconds, so it sees a handful;
+#: an endless stream of Pings brings thousands per read. Without this bound a receive reads the
+#: stream for its whole timeout (and a loop of receives, the test's whole budget), each read
+#: another transcript entry the report keeps.
+MAX_PINGS = 1000
 ENCODINGS = ("json", "messagepack")
 
 
@@ -121,9 +128,13 @@ class Sig:
 
     def recv(self, conn, expecting: str = "a message", timeout: float | None = None):
         """The next message other than a keep-alive Ping, within one timeout however many
-        Pings come first (a target sending nothing but Pings must not keep the suite reading)."""
+        Pings come first (a target sending nothing but Pings must not keep the suite reading).
+        More than :data:`MAX_PINGS` Pings in a row is a flood: the connection is dropped and
+        :class:`~conformance.target.TargetFlooded` raised."""
         limit = conn.timeout if timeout is None else timeout
-        deadline = time.monotonic() + limit
+        started = time.monotonic()
+        deadline = started + limit
+        pings = 0
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -133,6 +144,12 @@ class Sig:
             message = conn.recv(left, expecting=expecting)
             if not isinstance(message, Ping):
                 return message
+            pings += 1
+            if pings > MAX_PINGS:
+                took = time.monotonic() - started
+                raise conn.drop(f"more than {MAX_PINGS} keep-alive Pings in {took:.3g} s and nothing else "
+                                f"(expected {expecting}): a flood, where a server sends one Ping per "
+                                f"keep-alive interval; the suite dropped the connection")
 
     def collect(self, conn, iid: str, *, end=None) -> list:
         """Messages for ``iid`` until the one ``end`` accepts (default: a Completion, or the
