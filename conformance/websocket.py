@@ -57,14 +57,49 @@ def encode_frame(opcode: int, payload: bytes, fin: bool = True, mask: Optional[b
         head.append(0x80 | 127)
         head += struct.pack("!Q", n)
     head += mask
-    masked = bytes(b ^ mask[i & 3] for i, b in enumerate(payload)) if n < 64 else _mask(payload, mask)
-    return bytes(head) + masked
+    return bytes(head) + unmask(payload, mask)
 
 
-def _mask(payload: bytes, mask: bytes) -> bytes:
+def encode_server_frame(opcode: int, payload: bytes) -> bytes:
+    """A server frame: whole and unmasked (RFC 6455 section 5.1)."""
     n = len(payload)
+    if n < 126:
+        head = struct.pack("!BB", 0x80 | opcode, n)
+    elif n < 1 << 16:
+        head = struct.pack("!BBH", 0x80 | opcode, 126, n)
+    else:
+        head = struct.pack("!BBQ", 0x80 | opcode, 127, n)
+    return head + payload
+
+
+def unmask(payload: bytes, mask: bytes) -> bytes:
+    """``payload`` XOR the 4-byte ``mask`` repeated (masking and unmasking are the same,
+    RFC 6455 section 5.3)."""
+    n = len(payload)
+    if n < 64:
+        return bytes(b ^ mask[i & 3] for i, b in enumerate(payload))
     key = int.from_bytes((mask * (n // 4 + 1))[:n], "big")
     return (int.from_bytes(payload, "big") ^ key).to_bytes(n, "big")
+
+
+def frame_header(buf, start: int = 0) -> tuple[bool, int, bool, int, int] | None:
+    """``(fin, opcode, masked, payload length, payload offset)`` of the frame at ``start``
+    (the offset is past the mask key, if any), or None while its header is incomplete
+    (RFC 6455 section 5.2)."""
+    if len(buf) - start < 2:
+        return None
+    first, second = buf[start], buf[start + 1]
+    n, at = second & 0x7F, start + 2
+    if n == 126:
+        if len(buf) - start < 4:
+            return None
+        n, at = struct.unpack_from("!H", buf, start + 2)[0], start + 4
+    elif n == 127:
+        if len(buf) - start < 10:
+            return None
+        n, at = struct.unpack_from("!Q", buf, start + 2)[0], start + 10
+    masked = bool(second & 0x80)
+    return bool(first & 0x80), first & 0x0F, masked, n, at + (4 if masked else 0)
 
 
 class FrameReader:
@@ -96,20 +131,12 @@ class FrameReader:
         """Appends the whole frames from the buffer's start; returns where the rest begins."""
         buf, start = self._buf, 0
         while True:
-            if len(buf) - start < 2:
-                return start
-            fin, opcode = bool(buf[start] & 0x80), buf[start] & 0x0F
-            if buf[start + 1] & 0x80:
+            if len(buf) - start >= 2 and buf[start + 1] & 0x80:
                 raise WebSocketError("server frame is masked (RFC 6455 5.1)")
-            n, pos = buf[start + 1] & 0x7F, start + 2
-            if n == 126:
-                if len(buf) - start < 4:
-                    return start
-                n, pos = struct.unpack_from("!H", buf, start + 2)[0], start + 4
-            elif n == 127:
-                if len(buf) - start < 10:
-                    return start
-                n, pos = struct.unpack_from("!Q", buf, start + 2)[0], start + 10
+            header = frame_header(buf, start)
+            if header is None:
+                return start
+            fin, opcode, _, n, pos = header
             if n > MAX_MESSAGE:
                 raise WebSocketError(f"frame of {n} bytes exceeds the suite's limit")
             if len(buf) < pos + n:

@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from conformance.websocket import encode_server_frame, frame_header, unmask
 from reference_impl.core import registry
 
 KINDS = ("black-hole", "trickle", "rst-on-connect", "rst-mid-frame", "garbage", "huge-length",
@@ -135,7 +136,7 @@ class Link:
         self.first = b""
 
     def send(self, data: bytes) -> None:
-        self.sock.sendall(_ws_frame(data) if self.ws else data)
+        self.sock.sendall(encode_server_frame(0x2, data) if self.ws else data)   # binary
 
     def send_raw(self, data: bytes) -> None:
         self.sock.sendall(data)
@@ -170,35 +171,13 @@ class Link:
         self.sock.close()
 
 
-def _ws_frame(payload: bytes, opcode: int = 0x2) -> bytes:
-    """An unmasked server frame (RFC 6455 section 5.2)."""
-    n = len(payload)
-    if n < 126:
-        head = struct.pack("!BB", 0x80 | opcode, n)
-    elif n < 1 << 16:
-        head = struct.pack("!BBH", 0x80 | opcode, 126, n)
-    else:
-        head = struct.pack("!BBQ", 0x80 | opcode, 127, n)
-    return head + payload
-
-
 def _ws_payload(buf: bytes) -> bytes | None:
     """The unmasked payload of the first (client, masked) frame in ``buf``; None if incomplete."""
-    if len(buf) < 2:
+    header = frame_header(buf)
+    if header is None or len(buf) < header[4] + header[3]:
         return None
-    n, pos = buf[1] & 0x7F, 2
-    if n == 126:
-        if len(buf) < 4:
-            return None
-        n, pos = struct.unpack_from("!H", buf, 2)[0], 4
-    elif n == 127:
-        if len(buf) < 10:
-            return None
-        n, pos = struct.unpack_from("!Q", buf, 2)[0], 10
-    if len(buf) < pos + 4 + n:
-        return None
-    mask = buf[pos:pos + 4]
-    return bytes(b ^ mask[i & 3] for i, b in enumerate(buf[pos + 4:pos + 4 + n]))
+    _, _, _, n, at = header
+    return unmask(buf[at:at + n], buf[at - 4:at])
 
 
 def _http_front_door(sock: socket.socket) -> bool:
@@ -482,20 +461,12 @@ class NeverClose(HostileServer):
 
 
 def _ws_frame_size(buf: bytes):
-    """The size of the whole (unmasked, server-sent) WebSocket frame at the start of ``buf``,
-    or None while it is incomplete (RFC 6455 section 5.2)."""
-    if len(buf) < 2:
+    """The size of the whole WebSocket frame at the start of ``buf``, or None while it is
+    incomplete (RFC 6455 section 5.2)."""
+    header = frame_header(buf)
+    if header is None:
         return None
-    n, at = buf[1] & 0x7F, 2
-    if n == 126:
-        if len(buf) < 4:
-            return None
-        n, at = struct.unpack_from("!H", buf, 2)[0], 4
-    elif n == 127:
-        if len(buf) < 10:
-            return None
-        n, at = struct.unpack_from("!Q", buf, 2)[0], 10
-    size = at + (4 if buf[1] & 0x80 else 0) + n
+    size = header[4] + header[3]
     return size if len(buf) >= size else None
 
 

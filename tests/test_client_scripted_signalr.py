@@ -19,8 +19,9 @@ import time
 import pytest
 
 from conformance.scripted import scenarios_for
-from conformance.scripted.signalr import (HTTP, RECORD, WS, HubSplitter, _server_ws_frame, _Wire,
-                                          padded, record_body)
+from conformance.scripted.signalr import HTTP, RECORD, WS, HubSplitter, _Wire, padded, record_body
+from conformance.websocket import encode_server_frame as _server_ws_frame
+from tests.test_scripted_framework import FakeRelay
 from reference_impl.core.client import ConnectionClosed
 from reference_impl.signalr import codec
 from reference_impl.signalr.constants import DEFAULT_MAX_RECEIVE, JSON, MESSAGEPACK
@@ -395,19 +396,6 @@ def test_padding_is_exact(protocol, size):
     assert len(encode_varint(size)) <= 3
 
 
-class _FakeRelay:
-    finished = False
-
-    def __init__(self) -> None:
-        self.out: list = []
-
-    def deliver(self, direction, data, onward=True):
-        self.out.append((direction, data, onward))
-
-    def deliver_eof(self, direction):
-        self.out.append((direction, None, True))
-
-
 def _server_units(relay) -> list:
     """What reached the client, cut into WebSocket frames: (opcode, fin, payload)."""
     from conformance.websocket import FrameReader
@@ -420,7 +408,7 @@ def test_injected_messages_wait_for_a_record_boundary():
     messages: never inside a fragmented message nor inside a record spanning frames. A frame
     whose records do not begin and end with it passes unchanged, rewritten or not."""
     from conformance.scripted.signalr import UnknownFields, _HubShaper
-    relay = _FakeRelay()
+    relay = FakeRelay()
     shaper = _HubShaper(relay, {})
     upgrade = b"GET /hub HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
     shaper.client_data(upgrade + _client_frame(1, codec.encode(HandshakeRequest(JSON, 1))))

@@ -86,6 +86,7 @@ from dataclasses import replace
 from typing import Optional
 
 from conformance.scripted import MAX_HELD_FRAME, FrameShaper, Splitter
+from conformance.websocket import encode_server_frame, frame_header, unmask
 from reference_impl.core import strict_json
 from reference_impl.core.errors import FrameError
 from reference_impl.signalr import codec, json_protocol, msgpack_protocol
@@ -210,22 +211,11 @@ class HubSplitter(Splitter):
         return self._cut(buf, n, (HTTP,), _FRAMES)
 
     def _frame(self, buf: bytearray) -> Optional[int]:
-        if len(buf) < 2:
+        header = frame_header(buf)
+        if header is None:
             return None
-        first, second = buf[0], buf[1]
-        length, at = second & 0x7F, 2
-        if length == 126:
-            if len(buf) < 4:
-                return None
-            length, at = struct.unpack_from("!H", buf, 2)[0], 4
-        elif length == 127:
-            if len(buf) < 10:
-                return None
-            length, at = struct.unpack_from("!Q", buf, 2)[0], 10
-        masked = bool(second & 0x80)
-        if masked:
-            at += 4
-        return self._cut(buf, at + length, (WS, first & 0x0F, bool(first & 0x80), at, masked))
+        fin, opcode, masked, length, at = header
+        return self._cut(buf, at + length, (WS, opcode, fin, at, masked))
 
     def _record(self, buf: bytearray) -> Optional[int]:
         wire = self.wire
@@ -286,24 +276,6 @@ class _Records:
                     break
                 self.reader.mode = TEXT if protocol == JSON else BINARY
         return out
-
-
-def _server_ws_frame(opcode: int, payload: bytes) -> bytes:
-    """A whole, unmasked server frame (RFC 6455 5.2)."""
-    n = len(payload)
-    if n < 126:
-        head = struct.pack("!BB", 0x80 | opcode, n)
-    elif n < 1 << 16:
-        head = struct.pack("!BBH", 0x80 | opcode, 126, n)
-    else:
-        head = struct.pack("!BBQ", 0x80 | opcode, 127, n)
-    return head + payload
-
-
-def _unmask(payload: bytes, key: bytes) -> bytes:
-    n = len(payload)
-    stream = (key * (n // 4 + 1))[:n]
-    return (int.from_bytes(payload, "little") ^ int.from_bytes(stream, "little")).to_bytes(n, "little")
 
 
 def framed(body: bytes, protocol: str) -> bytes:
@@ -456,14 +428,14 @@ class _HubShaper(FrameShaper):
         if unit[0] != WS or unit[1] not in (OP_CONTINUATION, OP_TEXT, OP_BINARY):
             return None
         at, masked = unit[3], unit[4]
-        return _unmask(frame[at:], frame[at - 4:at]) if masked else frame[at:]
+        return unmask(frame[at:], frame[at - 4:at]) if masked else frame[at:]
 
     def _opcode(self) -> int:
         return OP_TEXT if self.protocol == JSON else OP_BINARY
 
     def _emit(self, record: bytes, opcode: Optional[int] = None) -> None:
         if self.wire.transport == "http":
-            self.send(_server_ws_frame(self._opcode() if opcode is None else opcode, record))
+            self.send(encode_server_frame(self._opcode() if opcode is None else opcode, record))
         else:
             self.send(record)
 
@@ -486,7 +458,7 @@ class _HubShaper(FrameShaper):
             return
         if self.wire.transport == "http" and not self.server_closed_ws:
             self.server_closed_ws = True
-            self.send(_server_ws_frame(OP_CLOSE, struct.pack("!H", CLOSE_NORMAL)))
+            self.send(encode_server_frame(OP_CLOSE, struct.pack("!H", CLOSE_NORMAL)))
         self.note("the server ends the connection")
         self.cut = self.ended = True
         self.cancel()
