@@ -170,6 +170,12 @@ class _Flow:
         self.rewriting = self.rewriter is not None
         self.pending_client = b""           # client bytes held until a frame is whole (rewriting)
         self.actual: deque = deque()        # ("frame", dict, frame) or ("error", category, msg)
+        # frames a server timer sends again (Rules.timer_key), matched by key wherever they come:
+        # keys seen once on each side, the target's not yet expected, the recorded not yet come
+        self.keys_recorded: set = set()
+        self.keys_received: set = set()
+        self.early: list = []
+        self.late: list = []
         self.outbox = bytearray()
         self.sock: socket.socket | None = None
         self.live_closed: str | None = None   # how the target closed: "fin", "rst"
@@ -243,7 +249,7 @@ class _Flow:
             self.live_dead = True
             return
         self._take(frames, data)
-        if len(self.actual) > MAX_AHEAD:
+        if len(self.actual) + len(self.early) > MAX_AHEAD:
             self.mismatch(f"the target sent more than {MAX_AHEAD} frames the capture does not have yet")
             self.live_dead = True
             self._close_socket(abort=True)
@@ -257,7 +263,57 @@ class _Flow:
             if rules.ignored(d):
                 continue
             for item in rules.expand(d):
-                self.actual.append(("frame", item, frame))
+                if self._timer_frame(item, self.keys_received):
+                    self._timer_frame_received(("frame", item, frame))
+                else:
+                    self.actual.append(("frame", item, frame))
+
+    def _timer_frame(self, item: dict, seen: set) -> bool:
+        """Whether ``item`` is a timer's frame: its key (Rules.timer_key) came before on
+        this side of the connection."""
+        key = self.replay.rules.timer_key(item)
+        if key is None:
+            return False
+        if key in seen:
+            return True
+        seen.add(key)
+        return False
+
+    def _timer_frame_received(self, got: tuple) -> None:
+        key = self.replay.rules.timer_key(got[1])
+        for i, want in enumerate(self.late):
+            if self.replay.rules.timer_key(want[1]) == key:
+                del self.late[i]
+                self._timer_match(want, got)
+                return
+        self.early.append(got)
+
+    def _timer_frame_expected(self, want: tuple) -> None:
+        key = self.replay.rules.timer_key(want[1])
+        for i, got in enumerate(self.early):
+            if self.replay.rules.timer_key(got[1]) == key:
+                del self.early[i]
+                self._timer_match(want, got)
+                return
+        self.late.append(want)
+
+    def _timer_match(self, want: tuple, got: tuple) -> None:
+        self.result.frames_compared += 1
+        self.transcript.add("--", b"", "a timer's frame, compared out of order: " + _short(want[1], 200))
+        self._compare(want, got)
+
+    def _unmatched_timer_frames(self, wait: float) -> None:
+        """At the end: the recorded timer frames still to come get ``wait`` seconds; then each
+        one missing, and each one the target sent that the recording lacks, is a mismatch."""
+        if self.late and self.sock is not None and self.live_closed is None:
+            self.replay.pump(time.monotonic() + wait, lambda: not self.late or self.live_closed is not None)
+        for want in self.late:
+            self.mismatch(f"expected {self._describe(want)} (sent again by a timer); it never came",
+                          [self._describe(want)], "nothing")
+        for got in self.early:
+            self.mismatch(f"the target sent {self._describe(got)} again (a timer's frame) where the "
+                          "recorded server did not", ["nothing"], self._describe(got))
+        self.late, self.early = [], []
 
     def _target_closed(self, how: str, detail: str) -> None:
         if self.live_closed is None and not self.live_dead:
@@ -418,7 +474,10 @@ class _Flow:
             if rules.ignored(d):
                 continue
             for item in rules.expand(d):
-                self.expect(("frame", item, frame), gap)
+                if self._timer_frame(item, self.keys_recorded):
+                    self._timer_frame_expected(("frame", item, frame))
+                else:
+                    self.expect(("frame", item, frame), gap)
                 self.last_event, gap = rec_time, 0.0
         if error is not None:
             self.expect(("error", error.category, str(error)), gap)
@@ -496,6 +555,7 @@ class _Flow:
             for item in self.replay.rules.expand(self.replay.spec.frame_to_dict(frame)):
                 self.expect(("frame", item, frame), gap)
         wait = 0.0 if self.stalled else max(self.replay.options.timeout, gap * 1.5 + 1.0)
+        self._unmatched_timer_frames(wait)
         self.replay.pump(time.monotonic() + wait, lambda: bool(self.actual) or self.live_closed is not None)
         self._extra_frames("before closing")
         if self.live_closed is None:
@@ -518,6 +578,7 @@ class _Flow:
         self.finished = True
         if self.sock is not None and self.live_closed is None and not self.live_dead:
             self.replay.pump(time.monotonic() + GRACE, lambda: bool(self.actual) or self.live_closed is not None)
+        self._unmatched_timer_frames(0.0 if self.stalled else self.replay.options.timeout)
         self._extra_frames("at the end")
         self._close_socket()
         self._judge(self.check.finish(time.monotonic()))

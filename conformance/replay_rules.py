@@ -74,6 +74,13 @@ class Rules:
     def learn(self, expected: dict, actual: dict) -> None:
         """A recorded frame and the target's, matched: values a client may echo later."""
 
+    def timer_key(self, frame: dict):
+        """What a server frame delivers, for a frame a server timer may send again (a
+        redelivery); None for the others. On one connection, the second and later frames of a
+        key are the timer's: the replay matches them by content wherever they come, since
+        when a timer fires against the client's requests depends on the replay's pace."""
+        return None
+
 
 class NameRewriter:
     """Renames resources (streams, topics, queues) to names no earlier replay used: each name
@@ -123,7 +130,13 @@ def unique_suffix(options, start: float) -> str:
 # -- per protocol ------------------------------------------------------------------------------
 
 class BlipRules(Rules):
-    pass
+    def timer_key(self, frame: dict):
+        # blipmq-protocol.md "POLL": a QoS1 delivery's correlation_id is its delivery tag; an
+        # unacked one is delivered again with the same tag after a timeout (README "How the kit
+        # reads the BlipMQ document"), answering whichever POLL comes after it.
+        if frame.get("type") == "PUBLISH" and frame.get("qos") == 1:
+            return frame.get("topic"), frame.get("correlation_id")
+        return None
 
 
 class VibeRules(Rules):
@@ -133,6 +146,13 @@ class VibeRules(Rules):
         # "ConnectAck": the server names the connection and itself.
         "connectAck": ("headers.connectionId", "headers.serverVersion"),
     }
+
+    def timer_key(self, frame: dict):
+        # vibemq-protocol.rst "Deliver": a message not acknowledged in time is delivered again
+        # (same id, ``deliveryAttempts`` counting), pushed when the server's timer fires.
+        if frame.get("type") == "deliver":
+            return frame.get("queue"), frame.get("id")
+        return None
 
 
 class MM2Rules(Rules):

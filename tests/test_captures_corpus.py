@@ -67,7 +67,8 @@ def _replay_equivalent(protocol, entry, rechunk):
         # dead-letter test polls QueueInfo until the redelivery timers have moved the message):
         # which poll sees the change varies by milliseconds between runs. So a connection
         # fails only if it fails again in a second replay; anything deterministic still does.
-        # (A replay rule for timer-driven answers would remove the need: not written yet.)
+        # (Frames a timer sends again, redeliveries, are matched wherever they come
+        # (replay_rules.Rules.timer_key); an answer whose content a timer changes is not.)
         again = _failures(_replay(protocol, entry, rechunk))
         bad = [b for b in bad if b[0] in {a[0] for a in again}]
     assert not bad, bad

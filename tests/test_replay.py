@@ -314,6 +314,73 @@ def test_replay_of_a_broker_that_stops_answering(recorded):
     assert "nothing came within" in results[0].mismatches[0]
 
 
+def _polling_session(port, rounds=20, every=0.025):
+    """A QoS1 subscriber that takes a message and never acknowledges it, then POLLs (a PING
+    behind each POLL as the barrier) every ``every`` seconds: the broker's redelivery timer
+    decides which POLL gets the message again."""
+    import time
+    sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+    dec = BLIP.make_decoder()
+
+    def ask(*frames):
+        sock.sendall(b"".join(blip.encode(f) for f in frames))
+        got = []
+        while not got or not isinstance(got[-1], (blip.Ack, blip.Pong, blip.Nack)):
+            data = sock.recv(65536)
+            assert data, f"closed after {got}"
+            got += dec.feed(data)
+        return got
+
+    cid = iter(range(1, 10_000))
+    ask(blip.Hello(next(cid)))
+    ask(blip.Auth(next(cid), "dev-key"))
+    sub = ask(blip.Subscribe(next(cid), "timer.topic", 1))[-1].subscription_id
+    ask(blip.Publish(next(cid), 1, "timer.topic", b"again"), blip.Ping(next(cid)))
+    answers = []
+    for _ in range(rounds):
+        answers += ask(blip.Poll(next(cid), sub), blip.Ping(next(cid)))
+        time.sleep(every)
+    sock.close()
+    return [f for f in answers if isinstance(f, blip.Publish)]
+
+
+@pytest.mark.parametrize("backoff", [0.06, 0.15])
+def test_replay_matches_redeliveries_whichever_poll_they_answer(tmp_path, backoff):
+    """A target whose redelivery timer fires earlier or later than the recorded server's answers
+    a different POLL with the message: the same conversation, so EQUIVALENT. The first delivery,
+    and every other frame, is still compared in order."""
+    path = tmp_path / "timer.pcap"
+    with _Recorded(path) as rec:
+        delivered = _polling_session(rec.proxy.port)
+    assert len(delivered) == 3, delivered          # the delivery and two redeliveries (0.1 s, 0.2 s)
+    with ThreadedServer(BLIP.make_broker("127.0.0.1", 0, retry_backoff=backoff)) as target:
+        results = replay.replay_capture(BLIP, str(path), _options(target.address[1], ports=(rec.proxy.port,),
+                                                                     timeout=1.0))
+    assert [r.verdict for r in results] == ["PASS"], results[0].mismatches
+    notes = [e[3] for e in results[0].transcript["entries"] if "a timer's frame" in e[3]]
+    assert len(notes) == 2, [e[3] for e in results[0].transcript["entries"]]
+
+
+def test_replay_reports_redeliveries_that_never_come_or_were_not_recorded(tmp_path):
+    path = tmp_path / "timer.pcap"
+    with _Recorded(path) as rec:
+        _polling_session(rec.proxy.port)
+    with ThreadedServer(BLIP.make_broker("127.0.0.1", 0, retry_backoff=30.0)) as target:
+        never = replay.replay_capture(BLIP, str(path), _options(target.address[1], ports=(rec.proxy.port,),
+                                                                   timeout=0.3))
+    assert never[0].verdict == "FAIL"
+    assert sum("(sent again by a timer); it never came" in m for m in never[0].mismatches) == 2, never[0].mismatches
+    quiet = tmp_path / "quiet.pcap"
+    with _Recorded(quiet, BLIP.make_broker("127.0.0.1", 0, retry_backoff=30.0)) as rec:
+        assert len(_polling_session(rec.proxy.port)) == 1
+    with ThreadedServer(BLIP.make_broker("127.0.0.1", 0, retry_backoff=0.02)) as target:
+        extra = replay.replay_capture(BLIP, str(quiet), _options(target.address[1], ports=(rec.proxy.port,),
+                                                                    timeout=0.3))
+    assert extra[0].verdict == "FAIL"
+    assert any("again (a timer's frame) where the recorded server did not" in m for m in extra[0].mismatches), \
+        extra[0].mismatches
+
+
 def test_replay_of_a_shuffled_capture_with_a_hole(tmp_path, recorded):
     """Out-of-order and retransmitted segments replay as recorded; a missing client segment
     makes that connection incomplete (SKIPPED), not a mismatch."""
