@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from reference_impl.core.server import SessionServer
 from reference_impl.signalr.hub import HubState
-from reference_impl.signalr.messages import Completion, HandshakeRequest, StreamItem
+from reference_impl.signalr.messages import (CancelInvocation, Completion, HandshakeRequest, Invocation,
+                                             StreamItem)
 from reference_impl.signalr.session import HubConfig, HubSession
 
 
@@ -52,6 +53,18 @@ class IgnoresProtocolErrors(HubSession):
             self.errors.append((category, message))
             return
         super()._protocol_error(out, category, message)
+
+
+class StreamsOnAfterCancel(HubSession):
+    """Ignores CancelInvocation, and answers no invocation while a stream runs (SIGR-STR-004):
+    the stream goes on and the suite's barrier is never answered."""
+
+    def _dispatch(self, message, now, out):
+        if isinstance(message, CancelInvocation):
+            return
+        if isinstance(message, Invocation) and self._streams:
+            return
+        super()._dispatch(message, now, out)
 
 
 def raw_server(session_class, profile: str = "v1") -> SessionServer:

@@ -12,7 +12,7 @@ from reference_impl.core.server import ThreadedServer
 from reference_impl.signalr.broker import make_broker
 
 from .signalr_faulty import (AcceptsAnyProtocol, IgnoresProtocolErrors, NoHandshakeResponse,
-                             StreamEndsWithResult, StreamsSingleResults, raw_server)
+                             StreamEndsWithResult, StreamsOnAfterCancel, StreamsSingleResults, raw_server)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -56,3 +56,19 @@ def test_one_broken_rule_fails_and_names_the_requirement(tmp_path, session_class
     assert failed and all(requirement in t["requirements"] for t in failed), doc["tests"]
     assert all(t["transcript"] for t in failed)
     assert requirement in doc["summary"]["signalr"]["failing_requirements"]
+
+
+def test_a_stream_that_never_stops_ends_the_cancel_test(tmp_path):
+    """A hub that goes on streaming after CancelInvocation and never answers the barrier: the
+    test stops after MAX_ITEMS_AFTER_CANCEL items (NON-STRICT, SIGR-STR-004 is a SHOULD)
+    instead of reading the stream until its time runs out."""
+    report = tmp_path / "r.json"
+    with ThreadedServer(raw_server(StreamsOnAfterCancel)) as server:
+        result = check(f"127.0.0.1:{server.address[1]}", "--timeout", "0.5", "--", "-k",
+                       "test_cancel_stops_the_stream", report=report, timeout=120)
+    assert result.returncode == 0, result.stdout[-3000:]
+    doc = json.loads(report.read_text())
+    assert [t["verdict"] for t in doc["tests"]] == ["NON-STRICT", "NON-STRICT"], doc["tests"]
+    for t in doc["tests"]:
+        assert "SIGR-STR-004" in t["requirements"]
+        assert "StreamItems after CancelInvocation" in t["message"] and t["duration"] < 30, t
