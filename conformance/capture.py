@@ -223,6 +223,15 @@ class _Relay:
         this is the relay's own close; otherwise the peer reset or aborted."""
         if self.finished:
             return
+        client = self.client.transport
+        if direction == "s2c" and "s2c" in self.eof_seen and "c2s" not in self.eof_seen \
+                and client is not None and not client.is_closing():
+            # The server's side had already ended towards the client (its FIN was passed on,
+            # or a scenario's server_close). The broker's socket going now (a reset on bytes
+            # the client still sent) is not cut through to the client: the client has the
+            # FIN, and how it ends its own side stays its doing, recorded as such. What it
+            # still sends goes nowhere (deliver skips a closed receiver).
+            return
         self.finished = True
         if self.proxy.tap is not None:
             self.proxy.tap(self, direction, exc if exc is not None else False)

@@ -261,6 +261,59 @@ def test_relay_records_a_reset(tmp_path):
     assert "RA" in flags
 
 
+def test_relay_keeps_the_client_side_after_the_server_ended_it_then_reset(tmp_path):
+    """The server sends its FIN, then resets on the bytes the client still sends: the client
+    keeps its side (it has the FIN) and its own close is what the relay reports, not a cut."""
+    import struct
+    import threading
+    import time
+    upstream = socket.socket()
+    upstream.bind(("127.0.0.1", 0))
+    upstream.listen(1)
+    upstream.settimeout(TIMEOUT)
+
+    def serve():
+        conn, _ = upstream.accept()
+        conn.settimeout(TIMEOUT)
+        conn.shutdown(socket.SHUT_WR)                    # the server's FIN
+        conn.recv(100)                                   # the client's late bytes
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()                                     # and its reset
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    ends = []
+
+    def tap(relay, direction, data):
+        if not isinstance(data, (bytes, bytearray)):
+            ends.append((direction, "fin" if data is None or data is False else "rst"))
+    capture = CaptureFile(str(tmp_path / "s.pcap"))
+    loop = asyncio.new_event_loop()
+    proxy = loop.run_until_complete(CaptureProxy(capture, upstream.getsockname(), tap=tap).start())
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    try:
+        client = socket.create_connection(("127.0.0.1", proxy.port), timeout=TIMEOUT)
+        assert client.recv(10) == b""                    # the FIN came through
+        client.sendall(b"late")
+        thread.join(TIMEOUT)
+        time.sleep(0.1)
+        for _ in range(3):                               # writing to the reset socket fails
+            client.sendall(b"more")
+            time.sleep(0.1)
+        client.shutdown(socket.SHUT_WR)                  # the client ends its side itself
+        deadline = time.monotonic() + TIMEOUT
+        while ("c2s", "fin") not in ends and time.monotonic() < deadline:
+            time.sleep(0.02)
+        client.close()
+    finally:
+        asyncio.run_coroutine_threadsafe(proxy.stop(), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(5)
+        capture.close()
+        upstream.close()
+    assert ends[:2] == [("s2c", "fin"), ("c2s", "fin")], ends
+
+
 # -- replay ------------------------------------------------------------------------------------
 
 def _options(port, **kw):
