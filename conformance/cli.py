@@ -21,6 +21,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import signal
 import sys
 
@@ -145,6 +146,16 @@ async def until_stopped(duration: float | None = None) -> None:
     await stop.wait()
 
 
+def _broker_error(spec, exc: Exception) -> str:
+    """Why the broker could not be made, in the user's terms: an ``--option`` its config has
+    no field for is a TypeError naming a keyword argument."""
+    unknown = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
+    if isinstance(exc, TypeError) and unknown:
+        return (f"unknown --option {unknown.group(1)}: the {spec.id} broker has no setting of that "
+                "name (README: \"The reference broker and client\")")
+    return str(exc)
+
+
 def cmd_serve(args) -> int:
     spec = args.protocol
     if (err := _check_profile(spec, args.profile)) is not None:
@@ -198,7 +209,7 @@ def cmd_serve(args) -> int:
         broker = spec.make_broker(listen_host, listen_port, data_dir=args.data_dir,
                                   api_keys=tuple(args.api_key or ()), **options)
     except (ValueError, TypeError, OSError) as exc:       # TypeError: an unknown --option
-        print(f"wirecheck serve: {exc}", file=sys.stderr)
+        print(f"wirecheck serve: {_broker_error(spec, exc)}", file=sys.stderr)
         return EXIT_HARNESS
 
     async def main() -> None:
@@ -270,7 +281,7 @@ def _serve_checking_clients(spec, args, port: int, options: dict) -> int:
         broker = spec.make_broker("127.0.0.1", 0, data_dir=args.data_dir,
                                   api_keys=tuple(args.api_key or ()), **options)
     except (ValueError, TypeError, OSError) as exc:
-        print(f"wirecheck serve: {exc}", file=sys.stderr)
+        print(f"wirecheck serve: {_broker_error(spec, exc)}", file=sys.stderr)
         return EXIT_HARNESS
     if spec.extra_ports:
         args.raw_port = args.raw_port if args.raw_port is not None else (port + 1 if port else 0)

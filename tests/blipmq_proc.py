@@ -19,30 +19,41 @@ class BrokerProcess:
         self.port = 0
 
     def start(self, timeout: float = 20.0) -> "BrokerProcess":
+        """Start the broker and wait for its "listening on" line. Its output is read by a
+        thread from the start (a readline here could block past the deadline if the child
+        printed nothing), and kept: a broker that exits or never listens is reported with
+        what it printed."""
         cmd = [sys.executable, "-m", "conformance.cli", "serve", "--protocol", self.protocol,
                "--port", "0", *self.args]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True)
+        self.output: list[str] = []
+        self._listening = threading.Event()
+        reader = threading.Thread(target=self._drain, daemon=True)
+        reader.start()
         deadline = time.monotonic() + timeout
-        line = ""
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            m = re.search(r"listening on [\d.]+:(\d+)", line)
-            if m:
-                self.port = int(m.group(1))
-                # Keep reading: a broker that prints much would otherwise block on a full pipe.
-                self.output: list[str] = []
-                threading.Thread(target=self._drain, daemon=True).start()
-                return self
-            if not line and self.proc.poll() is not None:
+        while not self._listening.wait(0.05):
+            if self.proc.poll() is not None:
+                reader.join(2)                     # its last lines
                 break
+            if time.monotonic() > deadline:
+                break
+        if self._listening.is_set():
+            return self
         self.kill()
-        raise RuntimeError(f"broker did not start: {line!r}")
+        printed = "".join(self.output[-40:]).rstrip() or "(nothing)"
+        raise RuntimeError(f"broker did not start (exit status {self.proc.returncode}); it printed:\n{printed}")
 
     def _drain(self) -> None:
+        # Keep reading: a broker that prints much would otherwise block on a full pipe.
         for line in self.proc.stdout:
             if len(self.output) < 1000:            # the first lines are the useful ones
                 self.output.append(line)
+            if not self._listening.is_set():
+                m = re.search(r"listening on [\d.]+:(\d+)", line)
+                if m:
+                    self.port = int(m.group(1))
+                    self._listening.set()
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:
