@@ -146,13 +146,17 @@ async def until_stopped(duration: float | None = None) -> None:
     await stop.wait()
 
 
-def _broker_error(spec, exc: Exception) -> str:
-    """Why the broker could not be made, in the user's terms: an ``--option`` its config has
-    no field for is a TypeError naming a keyword argument."""
+def _broker_error(spec, exc: Exception, from_profile=()) -> str:
+    """Why the broker could not be made, in the user's terms: a setting its config has no
+    field for (an ``--option``, or a ``[timing]`` value of the profile) is a TypeError naming
+    a keyword argument."""
     unknown = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
     if isinstance(exc, TypeError) and unknown:
-        return (f"unknown --option {unknown.group(1)}: the {spec.id} broker has no setting of that "
-                "name (README: \"The reference broker and client\")")
+        name = unknown.group(1)
+        what = (f"the profile's [timing] value {name}" if name in from_profile
+                else f"unknown --option {name}")
+        return (f"{what}: the {spec.id} broker has no setting of that name (README: \"The "
+                "reference broker and client\")")
     return str(exc)
 
 
@@ -176,16 +180,24 @@ def cmd_serve(args) -> int:
     raise_open_file_limit()
     if args.fsync:
         options["fsync"] = args.fsync
+    timing_keys: set[str] = set()
     if args.profile:
         from conformance.profiles import load_profile
-        options["profile"] = load_profile(spec, args.profile).base
+        profile = load_profile(spec, args.profile)
+        options["profile"] = profile.base
+        # The profile's [timing] is the behaviour the suite will wait for: the broker runs
+        # with it, unless an --option says otherwise. Its names are the brokers' settings.
+        for key, value in profile.timing.items():
+            if key not in options:
+                options[key] = value
+                timing_keys.add(key)
     if args.raw_port is not None:
         if not spec.extra_ports:                  # only a protocol with a second transport
             print(f"wirecheck serve: --raw-port does not apply to {spec.id}", file=sys.stderr)
             return EXIT_HARNESS
         options["raw_port"] = args.raw_port
     if args.check_clients:
-        return _serve_checking_clients(spec, args, port, options)
+        return _serve_checking_clients(spec, args, port, options, timing_keys)
     if (args.scenario is not None or args.duration is not None or args.report is not None
             or args.scenario_option):
         print("wirecheck serve: --scenario, --scenario-option, --duration and --report go with "
@@ -209,7 +221,7 @@ def cmd_serve(args) -> int:
         broker = spec.make_broker(listen_host, listen_port, data_dir=args.data_dir,
                                   api_keys=tuple(args.api_key or ()), **options)
     except (ValueError, TypeError, OSError) as exc:       # TypeError: an unknown --option
-        print(f"wirecheck serve: {_broker_error(spec, exc)}", file=sys.stderr)
+        print(f"wirecheck serve: {_broker_error(spec, exc, timing_keys)}", file=sys.stderr)
         return EXIT_HARNESS
 
     async def main() -> None:
@@ -249,7 +261,7 @@ def cmd_serve(args) -> int:
     return EXIT_OK
 
 
-def _serve_checking_clients(spec, args, port: int, options: dict) -> int:
+def _serve_checking_clients(spec, args, port: int, options: dict, timing_keys=()) -> int:
     """``serve --check-clients``: the broker on a private loopback port, checking relays on the
     public ones (conformance/clientcheck.py)."""
     from conformance.client_scenarios import scenarios, shaper_factory
@@ -281,7 +293,7 @@ def _serve_checking_clients(spec, args, port: int, options: dict) -> int:
         broker = spec.make_broker("127.0.0.1", 0, data_dir=args.data_dir,
                                   api_keys=tuple(args.api_key or ()), **options)
     except (ValueError, TypeError, OSError) as exc:
-        print(f"wirecheck serve: {_broker_error(spec, exc)}", file=sys.stderr)
+        print(f"wirecheck serve: {_broker_error(spec, exc, timing_keys)}", file=sys.stderr)
         return EXIT_HARNESS
     if spec.extra_ports:
         args.raw_port = args.raw_port if args.raw_port is not None else (port + 1 if port else 0)

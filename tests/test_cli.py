@@ -149,7 +149,45 @@ def test_serve_option_sets_a_broker_setting():
         broker.terminate()
 
 
+def _redelivered_within(port: int, seconds: float) -> bool:
+    """Whether an unacknowledged QoS1 delivery comes again within ``seconds``."""
+    import asyncio
+    import time
+
+    from reference_impl.blipmq.client import BlipClient
+
+    async def go():
+        c = await BlipClient.connect("127.0.0.1", port)
+        sub = await c.subscribe("timing", qos=1)
+        await c.publish("timing", b"m", qos=1, confirm=True)
+        assert (await c.poll(sub)) is not None
+        deadline = time.monotonic() + seconds
+        again = False
+        while not again and time.monotonic() < deadline:
+            again = (await c.poll(sub)) is not None
+            await asyncio.sleep(0.02)
+        await c.close()
+        return again
+    return asyncio.run(go())
+
+
+def test_serve_runs_the_broker_with_the_profiles_timing(tmp_path):
+    """``serve --profile FILE`` gives the broker the profile's [timing] (what the suite will
+    wait for); an --option overrides it; a [timing] name the broker lacks exits 2, named."""
+    profile = tmp_path / "slow.toml"
+    profile.write_text('extends = "document"\n[timing]\nretry_backoff = 30.0\n')
+    for extra, expected in (((), False), (("--option", "retry_backoff=0.05"), True)):
+        broker = BrokerProcess("--profile", str(profile), *extra).start()
+        try:
+            assert _redelivered_within(broker.port, 0.6) is expected, extra
+        finally:
+            broker.terminate()
+    profile.write_text('extends = "document"\n[timing]\nno_such_timer = 1\n')
+    r = wirecheck("serve", "--protocol", "blipmq", "--port", "0", "--profile", str(profile), timeout=30)
+    assert r.returncode == 2 and "the profile's [timing] value no_such_timer" in r.stderr, r.stderr
+
+
 def test_serve_refuses_a_malformed_or_unknown_option():
-    for option, reason in (("max_queue", "expected KEY=VALUE"), ("no_such=1", "unknown --option no_such: the blipmq broker has no setting")):
+    for option, reason in (("max_queue", "expected KEY=VALUE"), ("no_such=1", "unknown --option no_such")):
         r = wirecheck("serve", "--protocol", "blipmq", "--port", "0", "--option", option, timeout=30)
         assert r.returncode == 2 and reason in r.stderr, r.stderr
