@@ -99,3 +99,30 @@ def test_check_with_the_3_10_profile_reports_unimplemented_not_failures(tmp_path
     unimplemented = [t for t in tests if t["verdict"] == "UNIMPLEMENTED"]
     assert unimplemented and all(t["message"].startswith("UNIMPLEMENTED: ") for t in unimplemented)
     assert not [t for t in tests if t["verdict"] in ("FAIL", "TIMEOUT", "HARNESS-ERROR")]
+
+
+def test_wait_confirms_ends_when_the_connection_does():
+    """The broker closes the connection (a frame it cannot read) while confirms are awaited:
+    wait_confirms raises ConnectionClosed at once, not after its timeout."""
+    import time
+
+    from reference_impl.core import registry
+    from reference_impl.core.client import ConnectionClosed
+    from reference_impl.core.server import ThreadedServer
+
+    async def go(port):
+        c = await StreamClient.connect("127.0.0.1", port, timeout=30.0)
+        assert (await c.create("closing")).code == 1
+        assert (await c.declare_publisher(1, "closing")).code == 1
+        c.writer.write(b"\x00\x00\x00\x04\x7f\x7f\x00\x01")      # an unknown key: the broker closes
+        start = time.monotonic()
+        try:
+            await c.wait_confirms(1, [1], timeout=30.0)
+        except ConnectionClosed:
+            return time.monotonic() - start
+        finally:
+            await c.close()
+        raise AssertionError("wait_confirms returned on a closed connection")
+
+    with ThreadedServer(registry.get("rabbitmq-stream").make_broker("127.0.0.1", 0)) as server:
+        assert asyncio.run(go(server.address[1])) < 5.0

@@ -212,14 +212,19 @@ class StreamClient(FramedClient):
             if left <= 0:
                 raise asyncio.TimeoutError(f"{len(waiting)} publishing id(s) neither confirmed nor errored")
             getters = [loop.create_task(confirms.get()), loop.create_task(errors.get())]
-            done, pending = await asyncio.wait(getters, timeout=left, return_when=asyncio.FIRST_COMPLETED)
-            for t in pending:
-                t.cancel()
+            # the read loop ends with the connection: nothing more can be confirmed then, so
+            # it wakes this wait too (else a closed connection waited out the whole timeout)
+            done, _ = await asyncio.wait([*getters, self._reader_task], timeout=left,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            got = False
             for t, q in zip(getters, (confirms, errors)):
                 if t in done and not t.cancelled():
                     q.put_nowait(t.result())      # re-queue; handled on the next pass
-            if self._closed is not None and not done:
-                raise ConnectionClosed(str(self._closed))
+                    got = True
+                else:
+                    t.cancel()
+            if not got and self._reader_task.done():
+                raise ConnectionClosed(str(self._closed or "the client was closed"))
         return out
 
     async def subscribe(self, subscription_id: int, stream: str,
