@@ -264,7 +264,7 @@ class _Flow:
                 continue
             for item in rules.expand(d):
                 if self._timer_frame(item, self.keys_received):
-                    self._timer_frame_received(("frame", item, frame))
+                    self._pair_timer_frame(("frame", item, frame), recorded=False)
                 else:
                     self.actual.append(("frame", item, frame))
 
@@ -279,23 +279,25 @@ class _Flow:
         seen.add(key)
         return False
 
-    def _timer_frame_received(self, got: tuple) -> None:
-        key = self.replay.rules.timer_key(got[1])
-        for i, want in enumerate(self.late):
-            if self.replay.rules.timer_key(want[1]) == key:
-                del self.late[i]
-                self._timer_match(want, got)
-                return
-        self.early.append(got)
+    def _pair_timer_frame(self, item: tuple, recorded: bool) -> None:
+        """A timer's frame, the recording's (``recorded``) or the target's: compared with the
+        first of the other side's still unpaired ones with its key, or kept until one comes."""
+        mine, others = (self.late, self.early) if recorded else (self.early, self.late)
+        other = self._pop_same_key(others, item)
+        if other is None:
+            mine.append(item)
+        elif recorded:
+            self._timer_match(item, other)
+        else:
+            self._timer_match(other, item)
 
-    def _timer_frame_expected(self, want: tuple) -> None:
-        key = self.replay.rules.timer_key(want[1])
-        for i, got in enumerate(self.early):
-            if self.replay.rules.timer_key(got[1]) == key:
-                del self.early[i]
-                self._timer_match(want, got)
-                return
-        self.late.append(want)
+    def _pop_same_key(self, pool: list, item: tuple):
+        """The first frame of ``pool`` with ``item``'s timer key, taken out; None if none."""
+        key = self.replay.rules.timer_key(item[1])
+        for i, other in enumerate(pool):
+            if self.replay.rules.timer_key(other[1]) == key:
+                return pool.pop(i)
+        return None
 
     def _timer_match(self, want: tuple, got: tuple) -> None:
         self.result.frames_compared += 1
@@ -475,7 +477,7 @@ class _Flow:
                 continue
             for item in rules.expand(d):
                 if self._timer_frame(item, self.keys_recorded):
-                    self._timer_frame_expected(("frame", item, frame))
+                    self._pair_timer_frame(("frame", item, frame), recorded=True)
                 else:
                     self.expect(("frame", item, frame), gap)
                 self.last_event, gap = rec_time, 0.0
