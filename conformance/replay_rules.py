@@ -77,8 +77,9 @@ class Rules:
     def timer_key(self, frame: dict):
         """What a server frame delivers, for a frame a server timer may send again (a
         redelivery); None for the others. On one connection, the second and later frames of a
-        key are the timer's: the replay matches them by content wherever they come, since
-        when a timer fires against the client's requests depends on the replay's pace."""
+        key are the timer's: the replay pairs them by key wherever they come, then compares
+        them, since when a timer fires against the client's requests depends on the replay's
+        pace."""
         return None
 
 
