@@ -30,13 +30,16 @@ class FuzzTarget:
                              # Micromessage2 client session ("mm2-session": the offer first, a
                              # profile marker may follow), a captured HTTP/WebSocket or raw
                              # direction ("http-stream"), a text for a syntax parser ("text"),
-                             # a SASL response ("sasl") or a pcap/pcapng file ("capture")
+                             # a SASL response ("sasl"), a pcap/pcapng file ("capture")
+                             # or a BlipMQ write-ahead log file ("wal")
 
 
 TARGETS = {t.name: t for t in (
     FuzzTarget("blipmq_decoder", "decoder", "fuzz.fuzz_blipmq_decoder", "blipmq", "blipmq.dict", "blipmq"),
     FuzzTarget("blipmq_roundtrip", "nested", "fuzz.fuzz_blipmq_roundtrip", "blipmq", "blipmq.dict", "blipmq"),
     FuzzTarget("blipmq_session", "session", "fuzz.fuzz_blipmq_session", "blipmq", "blipmq.dict", "blipmq"),
+    FuzzTarget("blipmq_wal", "nested", "fuzz.fuzz_blipmq_wal", "blipmq-wal", "blipmq-wal.dict", "blipmq",
+               seeds="wal"),
     FuzzTarget("rmqs_decoder", "decoder", "fuzz.fuzz_rmqs_decoder", "rabbitmq-stream", "rabbitmq-stream.dict",
                "rabbitmq-stream"),
     FuzzTarget("rmqs_roundtrip", "nested", "fuzz.fuzz_rmqs_roundtrip", "rabbitmq-stream",

@@ -183,3 +183,71 @@ def test_compaction_syncs_the_directory(tmp_path, monkeypatch):
                                                  real(fd)))
     open_state(tmp_path / "b.wal")[0].close()
     assert True in synced                            # the rename is durable too
+
+
+def _log_of(path, *records, version=wal.VERSION):
+    with open(path, "wb") as fh:
+        fh.write(wal.HEADER.pack(wal.MAGIC, version) + b"".join(wal.encode_record(i, p) for i, p in records))
+
+
+SUB_T = bytes([wal.KIND_SUBSCRIBE]) + struct.pack(">QB", 1, 1) + struct.pack(">H", 1) + b"t"
+
+
+@pytest.mark.parametrize("rec_id", [0, wal.MAX_ID + 1, 2 ** 64 - 1])
+def test_a_record_id_out_of_range_is_not_a_record(tmp_path, rec_id):
+    """The record header is outside the CRC: an id no log gives (0, or past 2^63-1, which would
+    leave the ids after it no room in their u64 fields) makes the record invalid, a torn tail
+    when last and corruption when valid records follow."""
+    path = tmp_path / "ids.wal"
+    _log_of(path, (1, SUB_T), (rec_id, wal.publish_payload(1, "t", b"m", [1])))
+    _, state, stats = open_state(path)
+    assert stats["records"] == 1 and stats["messages"] == 0 and stats["truncated_bytes"] > 0
+    _log_of(path, (rec_id, SUB_T), (2, wal.publish_payload(1, "t", b"m", [1])))
+    with pytest.raises(WalCorruption, match="CRC, payload or id"):
+        open_state(path)
+
+
+@pytest.mark.parametrize("sub_id,qos", [(0, 1), (wal.MAX_ID + 1, 1), (1, 2)])
+def test_a_subscription_record_out_of_range_is_malformed(sub_id, qos):
+    payload = bytes([wal.KIND_SUBSCRIBE]) + struct.pack(">QB", sub_id, qos) + struct.pack(">H", 1) + b"t"
+    with pytest.raises(ValueError, match="out of range"):
+        wal.decode_payload(wal.VERSION, payload)
+
+
+def test_messages_for_a_subscription_the_log_lacks_reach_no_later_subscription(tmp_path):
+    """Found by fuzz/fuzz_blipmq_wal.py (fuzz/crashers/blipmq-wal/): publishes whose target has
+    no SUBSCRIBE record (a damaged log) were kept, and a new subscription given that id after
+    the restart received them, on another topic."""
+    path = tmp_path / "orphans.wal"
+    _log_of(path, (5, wal.publish_payload(1, "gone", b"old", [1])))
+    log, state, stats = open_state(path)
+    assert stats["messages"] == 0
+    sub = state.subscribe("new", 1)
+    assert sub == 1 and state.poll(sub, 0.0) is None
+    log.close()
+    _, again, _ = open_state(path)
+    assert again.poll(1, 0.0) is None
+
+
+def test_a_log_at_the_end_of_its_ids_recovers_and_refuses_appends(tmp_path):
+    """Compaction keeps every record's id, so a log whose last id is 2^63-1 still recovers; the
+    broker then answers a QoS1 publish and a subscription with NACK 500 (nothing is lost that
+    was accepted), and an ack goes through (its settlement is not journaled: at most a
+    delivery again after a restart)."""
+    from reference_impl.blipmq import codec
+    from reference_impl.blipmq.session import BlipSession
+    path = tmp_path / "end.wal"
+    _log_of(path, (1, SUB_T), (wal.MAX_ID, wal.publish_payload(1, "t", b"last", [1])))
+    log, state, stats = open_state(path)
+    assert stats["messages"] == 1
+    assert [r.id for r in wal.read_records(str(path))[1]] == [1, wal.MAX_ID]     # ids kept
+    got = state.poll(1, 0.0)
+    assert got.message == b"last"
+    assert state.ack(1, got.tag)
+    session = BlipSession(state)
+    frames = [codec.Hello(1), codec.Auth(2, "dev-key"), codec.Publish(3, 1, "t", b"x"),
+              codec.Subscribe(4, "u", 1)]
+    out = session.receive(b"".join(codec.encode(f) for f in frames), 0.0)
+    answers = [codec.decode_all(o)[0] for o in out]
+    assert [(a.type.name, getattr(a, "code", None)) for a in answers[2:]] == [("NACK", 500), ("NACK", 500)], answers
+    log.close()

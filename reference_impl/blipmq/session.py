@@ -166,6 +166,8 @@ class BlipSession:
             sub_id = self.state.subscribe(frame.topic, frame.qos)
         except LimitError as exc:        # the document has no code for it: a client error
             return self._nack(raw, 400, str(exc))
+        except JournalError as exc:      # as a publish the log could not take
+            return self._nack(raw, 500, f"durable subscribe failed: {exc}")
         self._send(Ack(raw.correlation_id, sub_id))
 
     def _on_ack(self, raw: RawFrame) -> None:

@@ -17,9 +17,18 @@ Semantics (blipmq-protocol.md "PUBLISH", "POLL", "ACK"; SPEC_NOTES.md BlipMQ):
 """
 from __future__ import annotations
 
+import logging
+
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol
+
+
+log = logging.getLogger(__name__)
+
+#: Journal record ids and subscription ids are given from 1, one at a time; above this one
+#: they would not be told from damage (wal.py) nor fit the u64 fields that carry them.
+MAX_ID = (1 << 63) - 1
 
 
 class JournalError(Exception):
@@ -84,6 +93,8 @@ class BrokerState:
     def subscribe(self, topic: str, qos: int) -> int:
         if len(self.subscriptions) >= self.max_subscriptions:
             raise LimitError(f"subscription limit reached ({self.max_subscriptions})")
+        if self.next_subscription_id > MAX_ID:
+            raise LimitError("subscription ids exhausted")
         sub = Subscription(self.next_subscription_id, topic, qos)
         self.next_subscription_id += 1
         if self.journal is not None:
@@ -164,4 +175,9 @@ class BrokerState:
 
     def _settle(self, sub: Subscription, item: QueuedMessage) -> None:
         if item.msg_id and self.journal is not None:
-            self.journal.settle(sub.id, item.msg_id)
+            try:
+                self.journal.settle(sub.id, item.msg_id)
+            except JournalError as exc:
+                # an unjournaled settlement costs at most a delivery again after a restart
+                # (at-least-once holds); the ack or poll that caused it is not refused
+                log.warning("settlement of message %d not journaled: %s", item.msg_id, exc)

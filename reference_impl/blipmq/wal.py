@@ -18,8 +18,8 @@ eviction)::
 
 Recovery replays the log into a :class:`~.state.BrokerState`, so every QoS1 message not yet
 settled is pending again in its subscriptions (at-least-once: it may be delivered again).
-A record is valid when its CRC matches *and* its payload is well formed (a known kind, every
-length inside the record): a zero-filled tail, which a crash can leave behind when the file's
+A record is valid when its CRC matches, its id is in 1..2^63-1 *and* its payload is well formed
+(a known kind, every length inside the record, a subscription's id and qos in range): a zero-filled tail, which a crash can leave behind when the file's
 size reached the disk before its data, is a run of empty records whose CRC (that of no bytes)
 is 0, and is no record at all. A torn last record (short, or invalid with nothing valid after
 it) is truncated; an invalid record followed by a valid one is corruption and refuses to start
@@ -44,7 +44,7 @@ import zlib
 from dataclasses import dataclass
 
 from ..core.durability import FsyncPolicy, SyncedAppender, fsync_dir  # FsyncPolicy re-exported for the CLI
-from .state import BrokerState, JournalError
+from .state import MAX_ID, BrokerState, JournalError
 
 MAGIC = b"BLIPWAL\0"
 VERSION = 2
@@ -73,7 +73,11 @@ class Record:
 def read_records(path: str) -> tuple[int, list[Record], int]:
     """(version, valid records, byte offset where valid data ends)."""
     with open(path, "rb") as fh:
-        data = fh.read()
+        return parse_wal(fh.read(), path)
+
+
+def parse_wal(data: bytes, path: str = "WAL") -> tuple[int, list[Record], int]:
+    """:func:`read_records` of a log's bytes (``path`` names it in errors)."""
     if len(data) < HEADER.size:
         return VERSION, [], 0
     magic, version = HEADER.unpack_from(data)
@@ -86,18 +90,18 @@ def read_records(path: str) -> tuple[int, list[Record], int]:
         if length > MAX_RECORD or end > len(data):
             break                                        # torn tail
         payload = data[pos + RECORD.size:end]
-        if not _valid(version, payload, crc):
+        if not _valid(version, rec_id, payload, crc):
             if _has_valid_record_after(data, end, version):
-                raise WalCorruption(f"{path}: bad record {rec_id} at byte {pos} (CRC or "
-                                    "payload) followed by valid records")
+                raise WalCorruption(f"{path}: bad record {rec_id} at byte {pos} (CRC, payload "
+                                    "or id) followed by valid records")
             break                                        # torn last record
         records.append(Record(rec_id, payload))
         pos = end
     return version, records, pos
 
 
-def _valid(version: int, payload: bytes, crc: int) -> bool:
-    if zlib.crc32(payload) != crc:
+def _valid(version: int, rec_id: int, payload: bytes, crc: int) -> bool:
+    if zlib.crc32(payload) != crc or not 0 < rec_id <= MAX_ID:
         return False
     try:
         decode_payload(version, payload)
@@ -109,10 +113,10 @@ def _valid(version: int, payload: bytes, crc: int) -> bool:
 def _has_valid_record_after(data: bytes, pos: int, version: int) -> bool:
     if pos + RECORD.size > len(data):
         return False
-    _, length, crc = RECORD.unpack_from(data, pos)
+    rec_id, length, crc = RECORD.unpack_from(data, pos)
     end = pos + RECORD.size + length
     return (length <= MAX_RECORD and end <= len(data)
-            and _valid(version, data[pos + RECORD.size:end], crc))
+            and _valid(version, rec_id, data[pos + RECORD.size:end], crc))
 
 
 def decode_payload(version: int, p: bytes) -> tuple:
@@ -127,6 +131,8 @@ def decode_payload(version: int, p: bytes) -> tuple:
             (tlen,) = _U16.unpack_from(p, 10)
             if 12 + tlen != len(p):
                 raise ValueError("subscribe record length mismatch")
+            if not 0 < sub_id <= MAX_ID or qos not in (0, 1):
+                raise ValueError(f"subscribe record: subscription id {sub_id} or qos {qos} out of range")
             return KIND_SUBSCRIBE, sub_id, qos, p[12:].decode("utf-8")
         if p[0] == KIND_SETTLE and len(p) == 1 + _SETTLE.size:
             return (KIND_SETTLE, *_SETTLE.unpack_from(p, 1))
@@ -184,7 +190,7 @@ class WriteAheadLog:
         """Replay the log into ``state``, compact it, and open it for appends."""
         stats = {"records": 0, "messages": 0, "subscriptions": 0, "truncated_bytes": 0}
         messages: dict[int, tuple[str, bytes, set[int]]] = {}
-        subs: dict[int, tuple[str, int]] = {}
+        subs: dict[int, tuple[str, int, int]] = {}      # sub id -> topic, qos, record id
         if os.path.exists(self.path):
             version, records, end = read_records(self.path)
             stats["truncated_bytes"] = os.path.getsize(self.path) - end if end else 0
@@ -197,14 +203,17 @@ class WriteAheadLog:
                     messages[rec.id] = (topic, message, set(targets))
                 elif kind == KIND_SUBSCRIBE:
                     sub_id, qos, topic = fields
-                    subs[sub_id] = (topic, qos)
+                    subs[sub_id] = (topic, qos, rec.id)
                 else:
                     sub_id, msg_id = fields
                     if msg_id in messages:
                         messages[msg_id][2].discard(sub_id)
-        for sub_id, (topic, qos) in sorted(subs.items()):
+        for sub_id, (topic, qos, _) in sorted(subs.items()):
             state.restore_subscription(sub_id, topic, qos)
-        live = {mid: m for mid, m in messages.items() if m[2]}
+        # a message is live for the subscriptions the log has: one a target's SUBSCRIBE record
+        # is missing for (a damaged log) must not reach a later subscription given its id
+        live = {mid: (topic, message, targets & subs.keys())
+                for mid, (topic, message, targets) in messages.items() if targets & subs.keys()}
         for msg_id in sorted(live):
             topic, message, targets = live[msg_id]
             for sub_id in sorted(targets):
@@ -219,8 +228,10 @@ class WriteAheadLog:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             chunks = [HEADER.pack(MAGIC, VERSION)]
-            for sub_id, (topic, qos) in sorted(subs.items()):
-                chunks.append(self._record(self._subscribe_payload(sub_id, topic, qos)))
+            # every record kept keeps its id: compaction takes no new ones, so a log whose ids
+            # reached the end can still be compacted (appends then fail: JournalError)
+            for sub_id, (topic, qos, rec_id) in sorted(subs.items()):
+                chunks.append(self._record(self._subscribe_payload(sub_id, topic, qos), rec_id=rec_id))
             for msg_id in sorted(live):
                 topic, message, targets = live[msg_id]
                 chunks.append(self._record(publish_payload(1, topic, message, sorted(targets)),
@@ -264,6 +275,8 @@ class WriteAheadLog:
     def _record(self, payload: bytes, rec_id: int | None = None) -> bytes:
         if rec_id is None:
             rec_id = self.next_id
+        if rec_id > MAX_ID:
+            raise JournalError("write-ahead log record ids exhausted")
         self.next_id = max(self.next_id, rec_id + 1)
         return encode_record(rec_id, payload)
 
