@@ -1,8 +1,8 @@
 """atheris target: BlipMQ's recovery from its write-ahead log (reference_impl/blipmq/wal.py),
 over fuzz/harness_wal.py: the input is the log file.
 
-Checks: recovery refuses the file (WalCorruption) or restores what its records say; the log
-it compacts reads back and recovers to the same state; appends go on after it.
+Checks: recovery refuses the file (WalCorruption) or succeeds; the log it compacts reads back
+and recovers to the same state; appends go on after it.
 
 Run: ``python fuzz/fuzz_blipmq_wal.py NEW_DIR fuzz/corpora/blipmq-wal -dict=fuzz/dictionaries/blipmq-wal.dict``
 (``python -m fuzz.run_smoke --target blipmq_wal`` does it on a copy of the corpus).

@@ -2,9 +2,10 @@
 are a log file as a crash (or a damaged disk) may leave it, and the broker recovers from it.
 
 Checks: recovery either refuses the file (:class:`WalCorruption`, which ``wirecheck serve``
-reports in one line) or succeeds, never anything else; what it restored is what the records
-say; the log it rewrote (compaction) reads back whole and recovers to the same state; and the
-broker can go on appending to it.
+reports in one line) or succeeds, never anything else; the log it rewrote (compaction) reads
+back whole, holds one record per subscription and per live message, and recovers to the same
+subscriptions and pending messages; and the broker can go on appending to it (a subscription
+and a QoS1 publish, or the refusals the broker answers with).
 """
 from __future__ import annotations
 
