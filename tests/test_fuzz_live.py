@@ -191,7 +191,7 @@ def test_campaign_runs_every_job_and_writes_the_summary(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["kind"] == "fuzz-campaign" and doc["workers"] == 2 and doc["errors"] == []
     names = {j["name"] for j in doc["jobs"]}
-    assert names == {"blipmq_decoder", "blipmq_roundtrip", "blipmq_session", "live_blipmq"}
+    assert names == {"blipmq_decoder", "blipmq_roundtrip", "blipmq_session", "blipmq_wal", "live_blipmq"}
     for job in doc["jobs"]:
         assert job["execs"] > 0 and job["exec_per_s"] > 0 and "coverage" in job and "corpus_size" in job
     assert doc["execs"] == sum(j["execs"] for j in doc["jobs"]) and doc["findings"] == []
