@@ -17,15 +17,18 @@ eviction)::
     3 SETTLE     u64 subscription id, u64 message id
 
 Recovery replays the log into a :class:`~.state.BrokerState`, so every QoS1 message not yet
-settled is pending again in its subscriptions (at-least-once: it may be delivered again).
-A record is valid when its CRC matches, its id is in 1..2^63-1 *and* its payload is well formed
-(a known kind, every length inside the record, a subscription's id and qos in range): a zero-filled tail, which a crash can leave behind when the file's
-size reached the disk before its data, is a run of empty records whose CRC (that of no bytes)
+settled is pending again in its subscriptions (at-least-once: it may be delivered again); a
+message targets only the subscriptions the log has. A record is valid when its CRC matches,
+its id is in 1..2^63-1 *and* its payload is well formed (a known kind, every length inside
+the record, a subscription's id and qos in range): a zero-filled tail, which a crash can
+leave behind when the file's size reached the disk before its data, is a run of empty
+records whose CRC (that of no bytes)
 is 0, and is no record at all. A torn last record (short, or invalid with nothing valid after
 it) is truncated; an invalid record followed by a valid one is corruption and refuses to start
 (:class:`WalCorruption`, a ValueError: ``wirecheck serve`` reports it in one line). After
-recovery the log is compacted (rewritten with only live state, then atomically renamed, and the
-directory synced so that the rename, and the appends that follow it, survive a power loss).
+recovery the log is compacted (rewritten with only live state, each record keeping its id,
+then atomically renamed, and the directory synced so that the rename, and the appends that
+follow it, survive a power loss).
 
 The record header (id, length) is outside the CRC in this format (the real daemon's), so a
 damaged length in the middle of the log looks like a torn tail at that point; only damage to
