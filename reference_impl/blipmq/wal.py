@@ -22,9 +22,9 @@ message targets only the subscriptions the log has. A record is valid when its C
 its id is in 1..2^63-1 *and* its payload is well formed (a known kind, every length inside
 the record, a subscription's id and qos in range): a zero-filled tail, which a crash can
 leave behind when the file's size reached the disk before its data, is a run of empty
-records whose CRC (that of no bytes)
-is 0, and is no record at all. A torn last record (short, or invalid with nothing valid after
-it) is truncated; an invalid record followed by a valid one is corruption and refuses to start
+records whose CRC (that of no bytes) is 0, and is no record at all. A torn last record
+(short, or invalid with nothing valid after it) is truncated; an invalid record followed by a
+valid one is corruption and refuses to start
 (:class:`WalCorruption`, a ValueError: ``wirecheck serve`` reports it in one line). After
 recovery the log is compacted (rewritten with only live state, each record keeping its id,
 then atomically renamed, and the directory synced so that the rename, and the appends that
