@@ -15,10 +15,11 @@ import tempfile
 from reference_impl.blipmq import wal
 from reference_impl.blipmq.state import BrokerState, JournalError, LimitError
 
-#: One directory per fuzzing process, in memory where the machine has it (recovery rewrites
-#: the log and syncs it on every input).
-_DIR = tempfile.mkdtemp(prefix="wirecheck-fuzz-wal-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-_PATH = os.path.join(_DIR, "blipmq.wal")
+#: Where each input's log is written: in memory where the machine has it (recovery rewrites
+#: the log and syncs it on every input). Each input gets a fresh directory, removed after it,
+#: so a fuzzing process leaves nothing behind when it ends (at most the directory of an input
+#: it crashed on).
+_TMP = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
 def _recover(path: str) -> tuple[wal.WriteAheadLog, BrokerState, dict]:
@@ -44,14 +45,19 @@ def _without_appends(restored: tuple) -> tuple:
 
 
 def wal_one_input(data: bytes) -> None:
-    with open(_PATH, "wb") as fh:
+    with tempfile.TemporaryDirectory(prefix="wirecheck-fuzz-wal-", dir=_TMP) as tmp:
+        _check(os.path.join(tmp, "blipmq.wal"), data)
+
+
+def _check(path: str, data: bytes) -> None:
+    with open(path, "wb") as fh:
         fh.write(data)
     try:
-        log, state, stats = _recover(_PATH)
+        log, state, stats = _recover(path)
     except wal.WalCorruption:
         return
     try:
-        with open(_PATH, "rb") as fh:
+        with open(path, "rb") as fh:
             compacted = fh.read()
         version, records, end = wal.parse_wal(compacted)
         assert version == wal.VERSION and end == len(compacted), (version, end, len(compacted))
@@ -72,7 +78,7 @@ def wal_one_input(data: bytes) -> None:
             published = False
     finally:
         log.close()
-    again_log, again, _ = _recover(_PATH)
+    again_log, again, _ = _recover(path)
     again_log.close()
     restored = _restored(again)
     assert _without_appends(restored) == _without_appends(first), (first, restored)
