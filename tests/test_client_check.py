@@ -132,6 +132,15 @@ def _assert_clean(doc: dict) -> None:
     assert all(c["violations"] == 0 for c in doc["connections"]), _summary(doc)
 
 
+
+def _cope(protocol: str, scenario: str, session, tmp_path, options: dict | None = None) -> tuple[dict, object]:
+    """The asyncio ``session`` (a reference client) under ``scenario`` against a checker: the
+    document, checked clean (:func:`_assert_clean`), and what the session returned."""
+    doc, out, _ = _check(_checker(protocol, scenario, options, tmp_path), lambda c: _run_async(c, session))
+    _assert_clean(doc)
+    return doc, out
+
+
 # -- the reference clients' sessions ---------------------------------------------------------------
 # Each session: connect (handshake), publish or invoke, consume, close. ``cut``: the checker's
 # close scenario ends the connection 0.3 s after the server's first bytes; the session

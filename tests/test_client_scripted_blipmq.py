@@ -14,7 +14,8 @@ from conformance.scripted.blipmq import pattern
 from reference_impl.blipmq import codec
 from reference_impl.blipmq.client import BlipClient, NackError
 from reference_impl.core.client import ConnectionClosed
-from tests.test_client_check import STEP, _assert_clean, _check, _checker, _run_async, _summary
+from tests.test_client_check import (STEP, _assert_clean, _check, _checker, _cope, _run_async,
+                                     _summary)
 
 TOPIC = "cc/topic"
 
@@ -89,9 +90,7 @@ def test_every_scenario_has_a_session():
 
 @pytest.mark.parametrize("scenario", sorted(SESSIONS))
 def test_reference_client_copes(scenario, tmp_path):
-    checker = _checker("blipmq", scenario, None, tmp_path)
-    doc, out, _ = _check(checker, lambda c: _run_async(c, SESSIONS[scenario]))
-    _assert_clean(doc)
+    doc, out = _cope("blipmq", scenario, SESSIONS[scenario], tmp_path)
     assert doc["scenario"] == scenario
     conn = doc["connections"][-1]
     assert conn["outcome"] == "recovered", _summary(doc)
@@ -107,9 +106,7 @@ def test_reference_client_copes(scenario, tmp_path):
 
 def test_error_response_to_a_poll(tmp_path):
     """``command=POLL``: the first POLL gets NACK 404 (an expired subscription)."""
-    checker = _checker("blipmq", "error-response", {"command": "poll"}, tmp_path)
-    doc, out, _ = _check(checker, lambda c: _run_async(c, error_response_poll))
-    _assert_clean(doc)
+    doc, out = _cope("blipmq", "error-response", error_response_poll, tmp_path, {"command": "poll"})
     assert out["refused"] == (404, "unknown subscription or delivery tag"), out
     assert out["got"] == b"after" and out["errors"] == [], out
 
@@ -162,9 +159,7 @@ async def _fire_and_forget(checker) -> dict:
 def test_error_response_with_nothing_after_it(tmp_path):
     """The refused publish is the client's last request for a while: the NACK goes out after
     the scenario's grace, and the client files it under :attr:`BlipClient.errors`."""
-    checker = _checker("blipmq", "error-response", None, tmp_path)
-    doc, out, _ = _check(checker, lambda c: _run_async(c, _fire_and_forget))
-    _assert_clean(doc)
+    doc, out = _cope("blipmq", "error-response", _fire_and_forget, tmp_path)
     assert [code for code, _ in out["errors"]] == [500] and out["got"] == b"after", out
 
 

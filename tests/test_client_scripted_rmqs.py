@@ -12,7 +12,7 @@ import pytest
 from conformance.scripted import scenarios_for
 from reference_impl.rabbitmq_stream import codec
 from reference_impl.rabbitmq_stream.constants import Code, OffsetType
-from tests.test_client_check import STEP, _assert_clean, _check, _checker, _run_async, _summary
+from tests.test_client_check import STEP, _check, _checker, _cope, _run_async, _summary
 
 STREAM = "cc-stream"
 
@@ -153,9 +153,7 @@ def test_every_scenario_has_a_session():
 
 @pytest.mark.parametrize("scenario", sorted(SESSIONS))
 def test_reference_client_copes(scenario, tmp_path):
-    checker = _checker("rabbitmq-stream", scenario, None, tmp_path)
-    doc, out, _ = _check(checker, lambda c: _run_async(c, SESSIONS[scenario]))
-    _assert_clean(doc)
+    doc, out = _cope("rabbitmq-stream", scenario, SESSIONS[scenario], tmp_path)
     assert doc["scenario"] == scenario
     conn = doc["connections"][-1]
     # the report says what the scenario did on the connection
@@ -273,9 +271,7 @@ def test_rstream_copes(scenario, tmp_path):
     create_stream raises the refusal (AccessRefused) and it closes cleanly; under
     metadata-update its consumer stops, as told."""
     rstream = pytest.importorskip("rstream", reason="rstream is not installed")
-    checker = _checker("rabbitmq-stream", scenario, None, tmp_path)
-    doc, out, _ = _check(checker, lambda c: _run_async(c, _rstream_session(rstream)))
-    _assert_clean(doc)
+    doc, out = _cope("rabbitmq-stream", scenario, _rstream_session(rstream), tmp_path)
     if scenario == "error-response":
         assert out["error"] == "AccessRefused", out
     elif scenario == "metadata-update":
@@ -305,9 +301,7 @@ def test_rstream_leaves_the_server_close_unanswered(tmp_path):
 
 def test_scenario_options_come_as_text_from_the_command_line(tmp_path):
     """``--scenario-option interval=0.05`` reaches the scenario as text; it is read as a number."""
-    checker = _checker("rabbitmq-stream", "heartbeat", {"interval": "0.05"}, tmp_path)
-    doc, out, _ = _check(checker, lambda c: _run_async(c, heartbeat))
-    _assert_clean(doc)
+    doc, out = _cope("rabbitmq-stream", "heartbeat", heartbeat, tmp_path, {"interval": "0.05"})
     assert out["heartbeats"] >= 10, out                 # 1 s of 0.05 s beats (0.3 s: about 3)
 
 
