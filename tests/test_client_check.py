@@ -195,6 +195,24 @@ async def vibemq_session(checker: ClientChecker, cut: bool = False) -> dict:
         await asyncio.wait_for(client.disconnect(), STEP + 1)
 
 
+async def _mm2_subscribe(client, topic: str) -> None:
+    """Subscribe a Micromessage2 client and wait until the subscription delivers: SUBSCRIBE is
+    unanswered (micromessage2.md defines no answer for commands), so probe messages are sent
+    until one comes back (as the benchmark does), then dropped."""
+    await client.subscribe(topic)
+    got = None
+    deadline = time.monotonic() + STEP
+    while got is None and time.monotonic() < deadline:
+        await client.send(topic, b"probe")
+        try:
+            got = await client.next_message(0.2)
+        except asyncio.TimeoutError:
+            pass
+    assert got is not None, "no delivery of the probe"
+    while not client.messages.empty():
+        client.messages.get_nowait()
+
+
 async def micromessage2_session(checker: ClientChecker, cut: bool = False) -> dict:
     from reference_impl.micromessage2.client import MM2Client
     client = await MM2Client.connect("127.0.0.1", checker.port, required=["pubsub"],
@@ -205,20 +223,7 @@ async def micromessage2_session(checker: ClientChecker, cut: bool = False) -> di
             async def send():
                 await client.send("cc/topic", b"late")
             return {"error": await _surfaced(send, lambda: client._closed is not None)}
-        await client.subscribe("cc/topic")
-        # SUBSCRIBE is unanswered (micromessage2.md defines no answer for commands): probe
-        # until the subscription delivers, as the benchmark does.
-        got = None
-        deadline = time.monotonic() + STEP
-        while got is None and time.monotonic() < deadline:
-            await client.send("cc/topic", b"probe")
-            try:
-                got = await client.next_message(0.2)
-            except asyncio.TimeoutError:
-                pass
-        assert got is not None, "no delivery of the probe"
-        while not client.messages.empty():
-            client.messages.get_nowait()
+        await _mm2_subscribe(client, "cc/topic")
         await client.send("cc/topic", b"hello mm2")
         msg = await client.next_message(STEP)
         while msg.payload == b"probe":

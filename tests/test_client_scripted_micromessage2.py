@@ -15,8 +15,8 @@ from conformance.scripted import scenarios_for
 from conformance.scripted.micromessage2 import REQUIRED_EXTENSION, UNKNOWN_EXTENSION, UNKNOWN_PROPERTY
 from reference_impl.micromessage2 import codec
 from reference_impl.micromessage2.client import ExtensionsNotImplemented, HandshakeRefused, MM2Client
-from tests.test_client_check import (STEP, _assert_clean, _check, _checker, _cope, _run_async,
-                                     _summary)
+from tests.test_client_check import (STEP, _assert_clean, _check, _checker, _cope,
+                                     _mm2_subscribe, _run_async, _summary)
 
 TOPIC = "cc/topic"
 #: More than one piece of 1 MiB (MM2-FRAME-006): the broker pushes a 1 MiB frame, then the rest.
@@ -26,22 +26,6 @@ BIG = bytes(range(256)) * (4096 + 2)
 async def _connect(checker, required=("pubsub",), optional=("batch-ack:max-count=8",)) -> MM2Client:
     return await MM2Client.connect("127.0.0.1", checker.port, required=list(required),
                                    optional=list(optional), timeout=STEP)
-
-
-async def _subscribed(client) -> None:
-    """SUBSCRIBE has no answer: probe until the subscription delivers (as test_client_check)."""
-    await client.subscribe(TOPIC)
-    got = None
-    deadline = time.monotonic() + STEP
-    while got is None and time.monotonic() < deadline:
-        await client.send(TOPIC, b"probe")
-        try:
-            got = await client.next_message(0.2)
-        except asyncio.TimeoutError:
-            pass
-    assert got is not None, "no delivery of the probe"
-    while not client.messages.empty():
-        client.messages.get_nowait()
 
 
 async def _receive(client, payload: bytes) -> codec.Message:
@@ -62,7 +46,7 @@ async def error_response(checker) -> dict:
     # go on without requiring it: offered as optional, the server may take it or leave it
     client = await _connect(checker, required=(), optional=("pubsub", "batch-ack:max-count=8"))
     try:
-        await _subscribed(client)
+        await _mm2_subscribe(client, TOPIC)
         msg = await _receive(client, b"hello mm2")
         return {"refused": refused, "payload": msg.payload,
                 "agreed": [e.name for e in client.agreement.extensions], "errors": client.errors}
@@ -74,7 +58,7 @@ async def unknown_fields(checker) -> dict:
     client = await _connect(checker)
     try:
         reply = client.reply.result()
-        await _subscribed(client)
+        await _mm2_subscribe(client, TOPIC)
         msg = await _receive(client, b"hello mm2")
         return {"suggested": [str(e) for e in reply.optional],
                 "agreed": [e.name for e in client.agreement.extensions],
@@ -95,7 +79,7 @@ async def required_extension(checker) -> dict:
 async def large_payload(checker) -> dict:
     client = await _connect(checker)
     try:
-        await _subscribed(client)
+        await _mm2_subscribe(client, TOPIC)
         small = await _receive(client, b"hello mm2")
         big = await _receive(client, BIG)
         # the server's acks (EXTENSION frames, in the large form too) make room: twice the
@@ -111,7 +95,7 @@ async def large_payload(checker) -> dict:
 async def continued(checker) -> dict:
     client = await _connect(checker)
     try:
-        await _subscribed(client)
+        await _mm2_subscribe(client, TOPIC)
         small = await _receive(client, b"hello mm2")
         big = await _receive(client, BIG)
         return {"small": (small.payload, small.pieces), "big": (big.payload == BIG, big.pieces),
@@ -165,7 +149,7 @@ def test_error_response_names_the_extension(tmp_path):
     async def session(c):
         client = await _connect(c)             # requires pubsub only: not refused
         try:
-            await _subscribed(client)
+            await _mm2_subscribe(client, TOPIC)
             return {"payload": (await _receive(client, b"kept")).payload}
         finally:
             await asyncio.wait_for(client.close(), STEP)
