@@ -13,14 +13,15 @@ if not __package__:          # run as a script: make the repository importable
 from fuzz.target_setup import UNDER_TEST, fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__, UNDER_TEST):
-    from fuzz.harness import decoder_one_input
+    from fuzz.harness import decoder_one_input, decoder_untraced
     from reference_impl.core import registry
 
 SPEC = registry.get("rabbitmq-stream")
+UNTRACED = decoder_untraced(SPEC)
 
 
 def TestOneInput(data: bytes) -> None:
-    decoder_one_input(SPEC, data)
+    decoder_one_input(SPEC, data, UNTRACED)
 
 
 if __name__ == "__main__":

@@ -15,12 +15,19 @@ if not __package__:          # run as a script: make the repository importable
 from fuzz.target_setup import UNDER_TEST, fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__, UNDER_TEST):
-    from fuzz.harness_signalr import stream_one_input
+    from fuzz.harness import decoder_untraced
+    from fuzz.harness_signalr import DEFAULT, stream_one_input
+    from reference_impl.core import strict_json
+    from reference_impl.signalr import fastpath, fields, framing, json_protocol, msgpack_protocol
     from reference_impl.signalr.constants import JSON
+
+#: The modules the whole reading (the reference) runs, untraced (fuzz/untraced.py).
+UNTRACED = decoder_untraced(DEFAULT, fastpath, fields, framing, json_protocol, msgpack_protocol,
+                            strict_json)
 
 
 def TestOneInput(data: bytes) -> None:
-    stream_one_input(data, JSON)
+    stream_one_input(data, JSON, UNTRACED)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,17 @@ if not __package__:          # run as a script: make the repository importable
 from fuzz.target_setup import UNDER_TEST, fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__, UNDER_TEST):
-    from fuzz.harness_vibemq import decoder_one_input
+    from fuzz.harness import decoder_untraced
+    from fuzz.harness_vibemq import SPECS, decoder_one_input
+    from reference_impl.core import framebuffer, strict_json
+    from reference_impl.vibemq import compression
+
+#: The modules the whole reading (the reference) runs, untraced (fuzz/untraced.py).
+UNTRACED = decoder_untraced(next(iter(SPECS.values())), compression, framebuffer, strict_json)
 
 
 def TestOneInput(data: bytes) -> None:
-    decoder_one_input(data)
+    decoder_one_input(data, UNTRACED)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import struct
 from collections import deque
 from itertools import accumulate, chain, compress, repeat
 
-from fuzz.harness import SIZE_BYTES, read_sizes, split_sizes
+from fuzz.harness import NOTHING, SIZE_BYTES, read_sizes, split_sizes
 from reference_impl.core.errors import Category, FrameError
 from reference_impl.micromessage2 import codec, filters, syntax
 from reference_impl.micromessage2.codec import Command, Error, ExtensionFrame, Handshake, Message
@@ -87,10 +87,12 @@ def make(profile: str, handshakes: int = 0):
     return lambda: codec.Decoder(None, handshakes, strict=profile != "sharpmessaging")
 
 
-def split_agrees(data: bytes, profile: str, handshakes: int = 0) -> list[tuple]:
+def split_agrees(data: bytes, profile: str, handshakes: int = 0, untraced=NOTHING) -> list[tuple]:
     """Whole and chunked (reads chosen by ``data``'s first bytes) decoding give the same events;
-    returns them."""
-    whole = decode_events(data, [len(data)], make(profile, handshakes))
+    returns them. The whole reading, the reference, runs in ``untraced`` (:data:`UNTRACED` in
+    the frame-decoder target: fuzz/untraced.py)."""
+    with untraced:
+        whole = decode_events(data, [len(data)], make(profile, handshakes))
     chunked = decode_events(data, split_sizes(data), make(profile, handshakes))
     if chunked != whole:
         first = next((i for i, (a, b) in enumerate(zip(whole, chunked)) if a != b),
@@ -276,12 +278,12 @@ def _texts(text: str, strict: bool, found: list) -> None:
         pass
 
 
-def decoder_one_input(data: bytes) -> None:
+def decoder_one_input(data: bytes, untraced=NOTHING) -> None:
     """``data`` as frames after the handshake, in the document's profile: whole and chunked
     decoding agree, and nothing else (the frame-decoder target, at its full speed: the
     reassembly and the re-encoding are :func:`roundtrip_one_input`'s, the other profile and
     the parsers inside frames :func:`profiles_one_input`'s, all on the same corpus)."""
-    split_agrees(data, PROFILES[0])
+    split_agrees(data, PROFILES[0], untraced=untraced)
 
 
 def roundtrip_one_input(data: bytes) -> None:

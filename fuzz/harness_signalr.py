@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from conformance.strategies.invariants import DecodeResult, assert_same, decode_whole
 from conformance.strategies.signalr import DecoderSpec
-from fuzz.harness import decode_in_reads
+from fuzz.harness import NOTHING, decode_in_reads
 from reference_impl.core.errors import FrameError
 from reference_impl.signalr import codec
 from reference_impl.signalr.constants import HUB_PROTOCOLS, JSON, RECORD_SEPARATOR
@@ -41,11 +41,14 @@ def _decode_whole(data: bytes, spec):
     return DecodeResult(frames, None, None), decoder
 
 
-def split_agrees(data: bytes, spec, whole: DecodeResult | None = None) -> list:
-    """Whole and chunked decoding agree; returns the messages decoded whole. Equal, or else
-    equal by ``repr``: a MessagePack NaN decodes twice to two floats that are not equal (and
-    ``repr`` of every message, for every input, would cost more than the decoding)."""
-    whole = decode_whole(data, spec) if whole is None else whole
+def split_agrees(data: bytes, spec, whole: DecodeResult | None = None, untraced=NOTHING) -> list:
+    """Whole and chunked decoding agree; returns the messages decoded whole (``whole``, if
+    given, else read in ``untraced``). Equal, or else equal by ``repr``: a MessagePack NaN
+    decodes twice to two floats that are not equal (and ``repr`` of every message, for every
+    input, would cost more than the decoding)."""
+    if whole is None:
+        with untraced:
+            whole = decode_whole(data, spec)
     chunked = decode_in_reads(data, spec)
     if chunked != whole and repr(chunked) != repr(whole):
         assert_same(whole, chunked, "chunked")
@@ -120,12 +123,13 @@ def check_stream(data: bytes, spec: DecoderSpec) -> None:
     messages_survive(whole.frames, decoder.hub_protocol or JSON, spec.profile)
 
 
-def stream_one_input(data: bytes, protocol: str) -> None:
+def stream_one_input(data: bytes, protocol: str, untraced=NOTHING) -> None:
     """``data`` as a stream with its handshake (the registry's default decoder), whole vs
     chunked reads only (the frame-decoder targets): the re-encoding of its messages is
     :func:`stream_roundtrip_one_input`'s, and the hub messages alone in each profile and from
-    either side are :func:`body_one_input`'s (same corpora)."""
-    split_agrees(data, DEFAULT)
+    either side are :func:`body_one_input`'s (same corpora). The whole reading runs in
+    ``untraced``."""
+    split_agrees(data, DEFAULT, untraced=untraced)
 
 
 def stream_roundtrip_one_input(data: bytes, protocol: str) -> None:

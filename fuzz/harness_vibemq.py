@@ -15,7 +15,7 @@ import brotli
 
 from conformance.strategies.invariants import DecodeResult, assert_same, decode_whole
 from conformance.strategies.vibemq import DecoderSpec, frame_of
-from fuzz.harness import decode_in_reads, read_sizes
+from fuzz.harness import NOTHING, decode_in_reads, read_sizes
 from fuzz.harness import decoder_one_input as harness_decoder_one_input
 from reference_impl.core.errors import Category, FrameError
 from reference_impl.vibemq import codec
@@ -66,11 +66,11 @@ def framing_of(data: bytes) -> str:
     return FRAMINGS[len(data) % len(FRAMINGS)]
 
 
-def decoder_one_input(data: bytes) -> None:
+def decoder_one_input(data: bytes, untraced=NOTHING) -> None:
     """``data`` as a stream in the framing :func:`framing_of` picks: whole and chunked
-    decoding agree (fuzz/harness.py ``decoder_one_input``; the re-framing is
-    :func:`roundtrip_one_input`'s)."""
-    harness_decoder_one_input(SPECS[framing_of(data)], data)
+    decoding agree, the whole reading in ``untraced`` (fuzz/harness.py ``decoder_one_input``;
+    the re-framing is :func:`roundtrip_one_input`'s)."""
+    harness_decoder_one_input(SPECS[framing_of(data)], data, untraced)
 
 
 def roundtrip_one_input(data: bytes) -> None:
