@@ -1,4 +1,5 @@
-"""What ``wirecheck replay`` may ignore, mask and rewrite, per protocol (conformance/replay.py).
+"""What ``wirecheck replay`` may ignore, mask and rewrite, per protocol (applied per connection
+by conformance/replay_flow.py).
 
 - ``IGNORED``: frame types a server sends on a timer (heartbeats, pings). Where they fall in
   a conversation depends on the clock, not on the client, so they are dropped from both sides
