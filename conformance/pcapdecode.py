@@ -61,6 +61,30 @@ def feed_items(decoder, data: bytes) -> tuple[list, bool]:
             data = b""
 
 
+def feed_sized(decoder, data: bytes) -> tuple[list, list[int], bool]:
+    """:func:`feed_items` frame by frame, for a decoder with ``consumed`` (the stream offset
+    past what it read: core/decoding.py): also each item's size, the bytes it took from the
+    stream, whichever reads they came in (an error's: the bytes it consumed, often 0)."""
+    items: list = []
+    sizes: list[int] = []
+    decoder.receive(data)
+    next_frame = decoder.next_frame
+    while True:
+        before = decoder.consumed
+        try:
+            frame = next_frame()
+        except FrameError as exc:
+            items.append(exc)
+            sizes.append(decoder.consumed - before)
+            if is_broken(decoder) or decoder.consumed == before:
+                return items, sizes, True
+            continue
+        if frame is None:
+            return items, sizes, False
+        items.append(frame)
+        sizes.append(decoder.consumed - before)
+
+
 def capture_ports(spec, ports: Iterable[int] = ()) -> set[int]:
     """The ports whose TCP conversations are ``spec``'s: its well-known ones plus ``ports``."""
     return {spec.default_port, *spec.extra_ports, *ports}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator, Optional
 
-from conformance.pcapdecode import GAP, feed_items
+from conformance.pcapdecode import GAP, feed_items, feed_sized
 from conformance.tcpflows import Connection, Stream, TcpReassembler, endpoint
 from reference_impl.core.errors import Category, FrameError
 
@@ -53,10 +53,12 @@ def _code(view: dict) -> Optional[str]:
 
 class _Side:
     """One direction's decoder and counters."""
-    __slots__ = ("decoder", "frames", "bytes", "how", "error", "sized")
+    __slots__ = ("decoder", "exact", "frames", "bytes", "how", "error", "sized")
 
     def __init__(self, decoder) -> None:
         self.decoder = decoder
+        # the decoder says where each frame ends (``consumed``): exact frame sizes
+        self.exact = hasattr(decoder, "consumed")
         self.frames = 0
         self.bytes = 0          # bytes of the direction seen (delivered in order, all fed)
         self.how = ""
@@ -119,8 +121,12 @@ class FlowAnalyzer:
         side = flow.sides[s.direction]
         side.bytes += len(data)
         flow.last = time
-        items, ended = feed_items(side.decoder, data)
-        self._items(flow, s, side, items, time)
+        if side.exact:
+            items, sizes, ended = feed_sized(side.decoder, data)
+            self._items(flow, s, side, items, time, sizes)
+        else:
+            items, ended = feed_items(side.decoder, data)
+            self._items(flow, s, side, items, time)
         if ended:
             s.done = True
 
@@ -155,20 +161,23 @@ class FlowAnalyzer:
 
     # -- rows ----------------------------------------------------------------------------------
 
-    def _items(self, flow: _Flow, s: Stream, side: _Side, items: list, time: float) -> None:
-        """Rows for a read's frames and decode errors, in stream order."""
+    def _items(self, flow: _Flow, s: Stream, side: _Side, items: list, time: float,
+               sizes: Optional[list[int]] = None) -> None:
+        """Rows for a read's frames and decode errors, in stream order. ``sizes``: each item's
+        bytes (:func:`feed_sized`); without them, the frames share the bytes taken evenly."""
         if not items:
             return
         direction = s.direction
         frames = sum(not isinstance(item, FrameError) for item in items)
         # Bytes taken by these frames: what was fed minus what the decoder still holds. One
-        # frame per read (most reads) gets its exact size; frames that came in one read share
-        # it evenly (the decoders do not report where each frame ended).
+        # frame per read (most reads) gets its exact size; without ``sizes`` (a decoder that
+        # does not say where each frame ended: SignalR's), frames that came in one read share
+        # it evenly.
         taken = side.bytes - side.decoder.buffered - side.sized
         side.sized += taken
         share, extra = divmod(taken, frames) if frames else (0, 0)
         spec, emit, seen = flow.spec, self.emit, 0
-        for item in items:
+        for position, item in enumerate(items):
             if isinstance(item, FrameError):
                 side.error = side.error or f"{item.category}: {item}"
                 flow.errors += 1
@@ -186,7 +195,8 @@ class FlowAnalyzer:
             emit("frames", {"file": self.file, "flow": flow.name, "direction": direction,
                             "index": index, "timestamp": time, "protocol": spec.id,
                             "type": str(view.get("type", type(item).__name__)),
-                            "size": share + (extra if seen == frames else 0),
+                            "size": sizes[position] if sizes is not None else
+                            share + (extra if seen == frames else 0),
                             "code": _code(view), "latency": latency,
                             "fields": _key_fields(view)})
         self._violations(flow)

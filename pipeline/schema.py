@@ -8,8 +8,8 @@ from __future__ import annotations
 
 #: A decoded frame. ``index`` counts the conversation's frames, both directions, from 0;
 #: ``timestamp`` is the capture time (seconds since the epoch) of the segment that completed
-#: the frame; ``size`` the capture bytes it took (exact when a read held one frame, else the
-#: read's bytes shared evenly); ``code`` a response/error code field when the frame has one;
+#: the frame; ``size`` the capture bytes it took (for SignalR, whose decoders do not say where
+#: each frame ends, frames that came in one read share its bytes evenly); ``code`` a response/error code field when the frame has one;
 #: ``latency`` seconds since the request this frame answers; ``fields`` its other scalar
 #: fields, as short strings.
 FRAMES = (("file", "string"), ("flow", "string"), ("direction", "string"), ("index", "bigint"),

@@ -237,3 +237,60 @@ def test_injected_violations_are_found_exactly_on_spark(spark, tmp_path):
     assert summary["rows"]["violations"] == 6 * len(INJECTED)
     levels = {r["requirement"]: r["level"] for r in _rows(spark, out, "violations")}
     assert levels["BLIP-FRAME-005"] == "MUST" and levels["BLIP-CLIENT-006"] == "SHOULD"
+
+
+def _server_burst(protocol: str) -> tuple[list[bytes], list[bytes], list[bytes]]:
+    """(client bytes, the server's first bytes, then frames of different sizes the server sends
+    in one segment) of a short conversation of ``protocol``."""
+    if protocol == "blipmq":
+        burst = [blip.Ack(1), blip.Publish(7, 1, "t", b"x" * 300), blip.Pong(2), blip.Publish(8, 0, "topic", b"y")]
+        return [blip.encode(blip.Hello(1)), blip.encode(blip.Ping(2))], [], [blip.encode(f) for f in burst]
+    if protocol == "vibemq":
+        from reference_impl.vibemq import codec as vibe
+        from reference_impl.vibemq.constants import CommandType
+        burst = [vibe.Message(CommandType.DELIVER, f"m{n}", "q", {"n": "z" * (40 * n)}) for n in range(4)]
+        return [], [], [vibe.encode(m) for m in burst]
+    if protocol == "micromessage2":
+        from reference_impl.micromessage2 import codec as mm2
+        offer = mm2.encode_handshake(mm2.Handshake("client"))
+        burst = [mm2.Message(1, "q", b"a" * 200), mm2.Command("ping"),
+                 mm2.Message(2, "topic", b"b", (("k", "v"),)), mm2.Error("no")]
+        # the last MESSAGE in CONTINUED pieces: its size is all of them
+        return ([offer, offer], [mm2.encode_handshake(mm2.Handshake("server"))],
+                [mm2.encode(f) for f in burst[:3]] + [mm2.encode_message(mm2.Message(3, "q", b"c" * 90), 40),
+                                                      mm2.encode(burst[3])])
+    if protocol == "rabbitmq-stream":
+        from reference_impl.rabbitmq_stream import codec as rmqs
+        burst = [rmqs.PeerPropertiesResponse(1, 1, {"product": "p" * 80}), rmqs.Tune(1048576, 60),
+                 rmqs.Heartbeat(), rmqs.MetadataUpdate(6, "stream-" + "s" * 30),
+                 rmqs.Close(3, 1, "bye")]
+        return [], [], [rmqs.encode(f) for f in burst]
+    raise AssertionError(protocol)
+
+
+@pytest.mark.parametrize("protocol", ["blipmq", "vibemq", "micromessage2", "rabbitmq-stream"])
+def test_frames_sent_in_one_segment_get_their_own_sizes(protocol, tmp_path):
+    """The frames of one read each get the bytes they took (the decoder says where each ends:
+    ``consumed``), not an even share of the read; a frame cut over two segments too."""
+    spec = registry.get(protocol)
+    client_bytes, server_first, burst = _server_burst(protocol)
+    path = tmp_path / "burst.pcap"
+    with PcapWriter(str(path)) as w:
+        conv = TcpConversation(w, ("10.1.0.2", 40000), ("10.9.0.1", spec.default_port), 100.0)
+        t = 100.01
+        for data in client_bytes:
+            conv.data("c2s", data, t)
+            t += 0.01
+        for data in server_first:
+            conv.data("s2c", data, t)
+            t += 0.01
+        stream = b"".join(burst)
+        cut = len(burst[0]) + 3                          # the second frame over two segments
+        conv.data("s2c", stream[:cut], t)
+        conv.data("s2c", stream[cut:], t + 0.01)
+        conv.close("c2s", t + 0.02)
+        conv.close("s2c", t + 0.03)
+    rows = analyze_plain([str(path)])
+    assert not [f["error"] for f in rows["flows"] if f["error"]], rows["flows"]
+    got = [r["size"] for r in rows["frames"] if r["direction"] == "s2c"][len(server_first):]
+    assert got == [len(b) for b in burst]

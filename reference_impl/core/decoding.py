@@ -82,6 +82,12 @@ class InPlaceDecoder(IncrementalDecoder):
     def buffered(self) -> int:
         return len(self._data) - self._pos
 
+    @property
+    def consumed(self) -> int:
+        """Stream offset just past the bytes read so far: a frame ``next_frame`` returned took
+        exactly the bytes this moved by (a Micromessage2 message its CONTINUED pieces too)."""
+        return self._base + self._pos
+
     def receive(self, data: bytes) -> bool:
         """Buffer ``data`` (nothing once the stream is broken); whether ``next_frame`` may now
         yield or raise anything. False: the frame in hand still lacks bytes, and next_frame

@@ -298,6 +298,12 @@ class Decoder(IncrementalDecoder):
     def buffered(self) -> int:
         return len(self._buf)
 
+    @property
+    def consumed(self) -> int:
+        """Stream offset just past the frames read so far (core/decoding.py
+        ``InPlaceDecoder.consumed``): one frame per ``next_frame``."""
+        return self._buf.offset
+
     def receive(self, data) -> None:
         if self._error is None:
             self._buf.feed(data)
