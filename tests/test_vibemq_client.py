@@ -125,3 +125,21 @@ def test_closed_connection_fails_waiters():
             await c.ping()
         await c.close()
     run(with_broker(scenario))
+
+
+def test_message_ids_stay_unique_across_clients_made_one_after_another(monkeypatch):
+    """"Message Fields": the id is a unique identifier. Each client's ids have a prefix of its
+    own, even a client made where a freed one lived: its ``id()`` was the prefix, so the two
+    numbered their messages alike (simulated here: every object of the module has one id)."""
+    from reference_impl.vibemq import client as client_module
+    monkeypatch.setattr(client_module, "id", lambda obj: 0xABCDEF, raising=False)
+
+    async def scenario(broker) -> list:
+        ids = []
+        for _ in range(30):
+            async with await VibeClient.connect("127.0.0.1", broker.port, timeout=5) as client:
+                ids.append(client.new_id())
+        return ids
+
+    ids = run(with_broker(scenario))
+    assert len(set(ids)) == len(ids), ids

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import struct
 from collections import OrderedDict, deque
 from typing import Any, Callable, Optional
@@ -31,6 +32,11 @@ from .constants import (COMPRESSION_BY_NAME, COMPRESSION_NAMES, COMPRESSION_THRE
 from .session import DEFAULT_PASSWORD
 
 _HEAD = struct.Struct(">IB")
+#: Message ids are "Unique identifier"s ("Message Fields"): each client's start with a prefix
+#: of its own, this process's random tag and the client's number in it. (``id(self)`` was
+#: used: two clients of one process, one made after the other was freed, could share it.)
+_PROCESS_TAG = os.urandom(3).hex()
+_CLIENT_NUMBERS = itertools.count(1)
 _U32 = struct.Struct(">I")
 
 
@@ -61,7 +67,7 @@ class VibeClient(FramedClient):
         self._delivery_ready = asyncio.Event()
         self._order: OrderedDict[str, CommandType] = OrderedDict()   # outstanding requests
         self._ids = itertools.count(1)
-        self._prefix = f"c{id(self) & 0xFFFFFF:x}-"
+        self._prefix = f"c{_PROCESS_TAG}{next(_CLIENT_NUMBERS):x}-"
 
     @classmethod
     async def connect(cls, host: str, port: int, password: Optional[str] = DEFAULT_PASSWORD, *,
