@@ -167,11 +167,22 @@ def test_hub_decode_errors(category, v1, draft):
         assert found == ([(rule, C2S, len(opening))] if rule else [])
 
 
+UPGRADE = [(C2S, HttpRequest("GET", "/hub?id=x", "HTTP/1.1", (("Upgrade", "websocket"),), b"")),
+           (S2C, HttpResponse("HTTP/1.1", 101, "Switching Protocols", (("Upgrade", "websocket"),), b""))]
+
+
 def test_transport_errors_have_no_catalogue_rule():
-    frames = [(C2S, HttpRequest("GET", "/hub?id=x", "HTTP/1.1", (("Upgrade", "websocket"),), b"")),
-              (S2C, HttpResponse("HTTP/1.1", 101, "Switching Protocols", (("Upgrade", "websocket"),), b""))]
-    frames += OPEN + [(C2S, bad(Category.BAD_VALUE, "unmasked client frame (RFC 6455 5.1)"))]
-    assert run(frames)[1] == []
+    error = bad(Category.BAD_VALUE, "unmasked client frame (RFC 6455 5.1)")
+    error.transport = True                  # as the HTTP/WebSocket reader marks its errors
+    assert run(UPGRADE + OPEN + [(C2S, error)])[1] == []
+
+
+def test_a_hub_error_over_a_websocket_has_its_rule_whatever_its_text():
+    """The WebSocket layer's errors are told apart by the reader that raised them, not by
+    words in their text: a hub message whose headers are wrong says "headers" (it was taken
+    for a WebSocket error, and its rule was lost)."""
+    error = bad(Category.BAD_VALUE, "'headers' must be a map, not a number")
+    assert run(UPGRADE + OPEN + [(C2S, error)])[1] == [("SIGR-ERR-011", C2S, 4)]
 
 
 def test_a_server_closing_for_a_protocol_error_sends_close_first():

@@ -662,6 +662,20 @@ def test_hub_errors_keep_the_messages_before_them_and_point_into_the_stream():
     assert decoded == [HandshakeRequest("json", 1), Ping()]
 
 
+def test_the_transport_marks_its_own_errors_and_not_the_hubs():
+    """FrameError.transport: set on what the HTTP/WebSocket reader refuses (the observer gives
+    those no catalogue rule), not on a hub message's error, whatever it says."""
+    dec = TransportDecoder(origin="client")
+    with pytest.raises(FrameError) as info:
+        dec.feed(WS_CLIENT + server(TEXT, b"{}"))           # an unmasked client frame
+    assert info.value.transport
+    dec = TransportDecoder(origin="client")
+    dec.feed(WS_CLIENT + HS)
+    with pytest.raises(FrameError) as info:
+        dec.feed(client(TEXT, b'{"type":1,"target":"x","arguments":[],"headers":5}\x1e'))
+    assert "headers" in info.value.message and not info.value.transport
+
+
 def test_a_bad_hub_message_is_not_sticky():
     dec = TransportDecoder(origin="client")
     dec.feed(WS_CLIENT + HS)

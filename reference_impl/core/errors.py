@@ -41,6 +41,10 @@ class FrameError(Exception):
     """
 
     category: Category = Category.BAD_VALUE
+    #: True when a transport under the protocol refused the bytes (SignalR's HTTP and
+    #: WebSocket reader, reference_impl/signalr/http_transport.py), not the protocol's own
+    #: framing: such an error breaks that transport's RFC, not a rule of the catalogue.
+    transport: bool = False
 
     def __init__(self, message: str, *, category: Category | None = None,
                  protocol: str = "", offset: int = 0) -> None:

@@ -329,7 +329,10 @@ class TransportDecoder(IncrementalDecoder):
     # -- errors ----------------------------------------------------------------------------
 
     def _fail(self, message: str, category: Category, offset: int, cls=PayloadError):
+        """An error of the HTTP/WebSocket layer (marked ``transport``: the observer gives it no
+        catalogue rule); the hub's own errors come through :meth:`_relay`."""
         error = cls(message, category=category, protocol=PROTOCOL, offset=offset)
+        error.transport = True
         self._error = error
         raise error
 

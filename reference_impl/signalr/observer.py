@@ -88,13 +88,6 @@ BOOK_RULES = {
 #: The draft's own rule for a Completion after items ("Errors").
 DRAFT_BOOK_RULES = {Violation.COMPLETION_AFTER_STREAM_ITEM: "SIGR-ERR-005"}
 
-#: Words only the HTTP/WebSocket layer's errors use (http_transport.py): those errors break
-#: RFC 9112/6455, not a rule of the catalogue.
-TRANSPORT_MARKERS = ("RFC ", "WebSocket", "HTTP", "header", "Content-Length", "Transfer-Encoding",
-                     "chunk", "opcode", "RSV", "control frame", "continuation frame", "data frame",
-                     "close body", "close code", "close reason", "status code", "64-bit length",
-                     "bits (RFC", "response body", "text message is not UTF-8")
-
 #: What a negotiate answer holds (SPEC_NOTES), by negotiateVersion.
 NEGOTIATE_FIELDS = {1: ("connectionToken", "connectionId", "negotiateVersion", "availableTransports"),
                     0: ("connectionId",)}
@@ -363,8 +356,8 @@ class SignalRObserver(Observer):
         category = Category(getattr(error.category, "value", error.category))
         if self.http[direction] and not self.websocket[direction]:
             return ""               # an HTTP message (RFC 9112): no catalogue rule
-        if self.websocket[direction] and any(m in error.message for m in TRANSPORT_MARKERS):
-            return ""               # the WebSocket layer (RFC 6455)
+        if self.websocket[direction] and error.transport:
+            return ""               # the WebSocket layer (RFC 6455): FrameError.transport
         phase = self.phase[direction]
         if phase == HANDSHAKE:
             # "the client must send a Negotiation message to the server as its first message";
