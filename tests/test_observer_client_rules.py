@@ -56,8 +56,10 @@ def type_name(protocol, frame) -> str:
     return str(spec(protocol).frame_to_dict(frame).get("type", type(frame).__name__))
 
 
-def bad(text: str, category: Category = Category.BAD_VALUE) -> PayloadError:
-    return PayloadError(text, category=category, protocol="test")
+def bad(text: str, category: Category = Category.BAD_VALUE, part: str = "") -> PayloadError:
+    """A decode error as a decoder raises it; ``part``: what it says it was reading
+    (FrameError.part), which the observers map to rules."""
+    return PayloadError(text, category=category, protocol="test", part=part)
 
 
 # -- a witness: a conversation in which a client frame of a type breaks a rule --------------------
@@ -148,12 +150,12 @@ def vibemq_witnesses() -> list[Witness]:
         Witness("*", "VIBE-CLIENT-001", hs + [(C2S, m(T.PING, "p", compression=Compression.GZIP))]),
     ]
     decode_errors = [
-        ("VIBE-FRAME-003", bad("unknown compression flag 0x07")),
-        ("VIBE-MSG-006", bad("unknown command type 77", Category.UNKNOWN_TYPE)),
-        ("VIBE-FRAME-006", bad("the body inflates past the limit")),
-        ("VIBE-COMP-007", bad("corrupt gzip stream")),
-        ("VIBE-MSG-007", bad("the id is empty")),
-        ("VIBE-MSG-002", bad("the payload is not JSON", Category.BAD_ENCODING)),
+        ("VIBE-FRAME-003", bad("unknown compression flag 0x07", Category.UNKNOWN_TYPE, "compression-flag")),
+        ("VIBE-MSG-006", bad("unknown command type 77", Category.UNKNOWN_TYPE, "command-type")),
+        ("VIBE-FRAME-006", bad("the body inflates past the limit", Category.LENGTH_TOO_LARGE, "bomb")),
+        ("VIBE-COMP-007", bad("corrupt gzip stream", Category.BAD_ENCODING, "compressed-body")),
+        ("VIBE-MSG-007", bad("the id is empty", Category.BAD_VALUE, "id")),
+        ("VIBE-MSG-002", bad("the payload is not JSON", Category.BAD_ENCODING, "payload")),
         ("VIBE-FRAME-004", bad("body length 1", Category.LENGTH_TOO_SMALL)),
         ("VIBE-FRAME-005", bad("body length 9999999", Category.LENGTH_TOO_LARGE)),
         ("VIBE-MSG-001", bad("message cut short", Category.TRUNCATED)),
@@ -197,15 +199,17 @@ def micromessage2_witnesses() -> list[Witness]:
         Witness("Message", "MM2-ACK-003", opened("batch-ack:max-count=1") + [(C2S, msg(1)), (C2S, msg(2))]),
         Witness("Message", "MM2-ACK-004", opened("batch-ack") + [(C2S, msg(n)) for n in range(1, 12)]),
         Witness("Message", "MM2-FRAME-004", opened() + [("bad", C2S, bad("a CONTINUED piece names another "
-                                                                          "sequence number"))]),
+                                                                          "sequence number",
+                                                                          part="continued"))]),
         Witness("Message", "MM2-MSG-004", opened() + [("bad", C2S, bad("the properties is not UTF-8",
-                                                                       Category.BAD_ENCODING))]),
+                                                                       Category.BAD_ENCODING,
+                                                                       "properties"))]),
         Witness("Extension", "MM2-HS-011", opened() + [(C2S, ExtensionFrame(5, ack))]),
         Witness("Extension", "MM2-ACK-007", opened("batch-ack") + [(C2S, ExtensionFrame(1, b"\x01"))]),
         Witness("Command", "MM2-CMD-001", opened() + [("bad", C2S, bad("the command is not UTF-8",
-                                                                       Category.BAD_ENCODING))]),
+                                                                       Category.BAD_ENCODING, "command"))]),
         Witness("Error", "MM2-ERR-001", opened() + [("bad", C2S, bad("the ERROR text is not UTF-8",
-                                                                     Category.BAD_ENCODING))]),
+                                                                     Category.BAD_ENCODING, "error-text"))]),
         Witness("Error", "MM2-HS-010", [(C2S, hs()), (S2C, hs("x", "s")), (C2S, Error("no")),
                                         (C2S, msg(1))], at=2),
     ]
@@ -243,7 +247,7 @@ def rabbitmq_stream_witnesses() -> list[Witness]:
         Witness("*", "RMQS-FRAME-011", peer + [("bad", C2S, bad("size 2", Category.LENGTH_TOO_SMALL))]),
         Witness("*", "RMQS-FRAME-009", peer + [("bad", C2S, bad("unknown key 0x0077", Category.UNKNOWN_TYPE))]),
         Witness("*", "RMQS-FRAME-010", peer + [("bad", C2S, bad("unknown version 9 of key 0x0001",
-                                                                 Category.UNKNOWN_TYPE))]),
+                                                                 Category.UNKNOWN_TYPE, "version"))]),
         Witness("*", "RMQS-TYPE-001", peer + [("bad", C2S, bad("string length past the end"))]),
         Witness("*", "RMQS-FRAME-007", handshake(4096) + [("bad", C2S, bad("frame of 2000000 bytes",
                                                                            Category.LENGTH_TOO_LARGE))]),

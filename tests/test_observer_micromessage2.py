@@ -237,6 +237,11 @@ def _error_of(data: bytes, origin=None) -> FrameError:
     (b"\x09\xff\xff\xff\xf0", "MM2-FRAME-006"),            # a payload that should be split
     (b"\x01\x03A;b", "MM2-CMD-001"),                       # command name not a FIELD
     (b"\x04\x01\xff", "MM2-ERR-001"),                      # ERROR text not UTF-8
+    # By what the decoder was reading (FrameError.part), not by words of the error's text,
+    # which quotes the sender's own text: each of these was read as another rule.
+    (b"\x01\x07x;a=%zz", "MM2-CMD-001"),                    # a command value's bad escape
+    (b"\x01\x0ex;CONTINUED!=1", "MM2-CMD-001"),             # an argument name quoting CONTINUED
+    (b"\x00\x00\x01\x01q\x00\x07command\x01x", "MM2-MSG-004"),  # a property quoting "command"
 ])
 def test_decode_errors_after_the_handshake(data, rule):
     obs = MM2Observer()

@@ -257,6 +257,7 @@ def _frame(body: bytes, flag: int = 0) -> bytes:
 
 
 _PING = codec.encode_body(m(T.PING, "p"))
+_PUBLISH = codec.encode_body(m(T.PUBLISH, "x", "q", {"a": 1}))
 
 
 @pytest.mark.parametrize("data,requirement", [
@@ -267,6 +268,10 @@ _PING = codec.encode_body(m(T.PING, "p"))
     (_frame(bytes([1, 10, 0, 0]) + _PING[4:]), "VIBE-MSG-007"),
     (_frame(codec.encode_body(m(T.PUBLISH, "x", "q", "{")).replace(b'"{"', b"{x}")), "VIBE-MSG-002"),
     (_frame(_PING[:4]), "VIBE-MSG-001"),
+    # a body that ends inside the payload, or its length: the layout's rule, not the JSON
+    # payload's (the error says "the payload"; read by its words, it was VIBE-MSG-002)
+    (_frame(_PUBLISH[:_PUBLISH.index(b'{"a"') + 3]), "VIBE-MSG-001"),
+    (_frame(_PUBLISH[:_PUBLISH.index(b'{"a"') - 2]), "VIBE-MSG-001"),
     (_frame(b"\x1f\x8b" + bytes(20), 1), "VIBE-COMP-007"),
     (_frame(comp.compress(b"\x00" * 5000, Compression.GZIP), 1), None),
 ])

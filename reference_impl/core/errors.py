@@ -47,13 +47,17 @@ class FrameError(Exception):
     transport: bool = False
 
     def __init__(self, message: str, *, category: Category | None = None,
-                 protocol: str = "", offset: int = 0) -> None:
+                 protocol: str = "", offset: int = 0, part: str = "") -> None:
         super().__init__(message)
         if category is not None:
             self.category = Category(category)
         self.message = message
         self.protocol = protocol
         self.offset = offset
+        #: What is wrong, where the category alone does not say, in the decoder's own words
+        #: (VibeMQ: "compression-flag", "payload", ...): what an observer maps to a rule,
+        #: rather than words of ``message``. "" when the category says it all.
+        self.part = part
         self.frames: list = []
 
     def as_dict(self) -> dict:

@@ -133,8 +133,11 @@ class Error:
 Frame = Union[Handshake, Message, Command, ExtensionFrame, Error]
 
 
-def _err(cls, message: str, category: Category, offset: int) -> FrameError:
-    return cls(message, category=category, protocol=PROTOCOL, offset=offset)
+def _err(cls, message: str, category: Category, offset: int, part: str = "") -> FrameError:
+    """``part`` (FrameError.part): what was being read, where the category does not say it:
+    "identity", "extensions", "command", "error-text", "destination", "properties",
+    "continued" (CONTINUED pieces), "continued-limit" (the kit's reassembly limit)."""
+    return cls(message, category=category, protocol=PROTOCOL, offset=offset, part=part)
 
 
 # --- encoding ---------------------------------------------------------------------------------
@@ -249,7 +252,7 @@ class Decoder(InPlaceDecoder):
         super().eof()
         if self._error is None and self._partial is not None:
             raise _err(PayloadError, f"stream ended inside a CONTINUED message ({self._partial[5]} "
-                       "pieces read)", Category.TRUNCATED, self._base + self._pos)
+                       "pieces read)", Category.TRUNCATED, self._base + self._pos, "continued")
 
     def _fail(self, exc: FrameError) -> FrameError:
         self._error = exc
@@ -319,22 +322,22 @@ class Decoder(InPlaceDecoder):
             return self._wait(total)
         raw = self._take(total)
         self._handshakes -= 1                 # consumed, whatever its fields turn out to be
-        identity = self._text(raw, 4, 4 + idlen, "the identity", start, ascii=True)
+        identity = self._text(raw, 4, 4 + idlen, "the identity", start, "identity", ascii=True)
         r0 = 4 + idlen + 2
-        required = self._text(raw, r0, r0 + req_len, "RequiredExtensions", start, ascii=True)
+        required = self._text(raw, r0, r0 + req_len, "RequiredExtensions", start, "extensions", ascii=True)
         o0 = r0 + req_len + 2
-        optional = self._text(raw, o0, o0 + opt_len, "OptionalExtensions", start, ascii=True)
+        optional = self._text(raw, o0, o0 + opt_len, "OptionalExtensions", start, "extensions", ascii=True)
         return Handshake(identity, syntax.parse_extensions(required, self.strict, start + r0),
                          syntax.parse_extensions(optional, self.strict, start + o0),
                          major, minor, flags)
 
     @staticmethod
-    def _text(raw: bytes, a: int, b: int, what: str, base: int, ascii: bool = False) -> str:
+    def _text(raw: bytes, a: int, b: int, what: str, base: int, part: str, ascii: bool = False) -> str:
         try:
             return raw[a:b].decode("ascii" if ascii else "utf-8")
         except UnicodeDecodeError as exc:
             raise _err(PayloadError, f"{what} is not {'ASCII' if ascii else 'UTF-8'}",
-                       Category.BAD_ENCODING, base + a + exc.start) from None
+                       Category.BAD_ENCODING, base + a + exc.start, part) from None
 
     # -- frames --------------------------------------------------------------------------------
 
@@ -355,7 +358,7 @@ class Decoder(InPlaceDecoder):
         bytes raises struct.error, as in :meth:`_message`: few tests per frame."""
         if self._partial is not None:
             raise self._fail(_err(PayloadError, "a frame came between the pieces of a CONTINUED "
-                                  "message", Category.BAD_VALUE, self._base + p))
+                                  "message", Category.BAD_VALUE, self._base + p, "continued"))
         flags = data[p]
         at, length, kind = _LAYOUT[flags]           # after the extension id, if any
         head = at + length.size
@@ -373,8 +376,9 @@ class Decoder(InPlaceDecoder):
         if kind == _EXTENSION:
             return ExtensionFrame(ext_id, payload, length is _U32)
         if kind == _ERROR:
-            return Error(self._text(payload, 0, n, "the ERROR text", start + head), length is _U32)
-        text = self._text(payload, 0, n, "the command", start + head)
+            return Error(self._text(payload, 0, n, "the ERROR text", start + head, "error-text"),
+                         length is _U32)
+        text = self._text(payload, 0, n, "the command", start + head, "command")
         name, args = syntax.parse_command(text, self.strict, start + head)
         return Command(name, args, length is _U32)
 
@@ -406,12 +410,12 @@ class Decoder(InPlaceDecoder):
             dest = data[p + 4:p + 4 + dlen].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise _err(PayloadError, "the destination is not UTF-8", Category.BAD_ENCODING,
-                       start + 4 + exc.start) from None
+                       start + 4 + exc.start, "destination") from None
         try:
             props = data[p + 6 + dlen:p + pos].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise _err(PayloadError, "the properties is not UTF-8", Category.BAD_ENCODING,
-                       start + 6 + dlen + exc.start) from None
+                       start + 6 + dlen + exc.start, "properties") from None
         return Message(seq, dest, bytes(data[end - n:end]),
                        syntax.parse_properties(props, start) if props else (), length is _U32, 1)
 
@@ -424,25 +428,28 @@ class Decoder(InPlaceDecoder):
         partial = self._partial
         if (len(partial[4]) if partial is not None else 0) + n > self.limits.max_message_size:
             raise self._fail(_err(LengthError, f"CONTINUED payload above the limit "
-                                  f"{self.limits.max_message_size}", Category.LENGTH_TOO_LARGE, start))
+                                  f"{self.limits.max_message_size}", Category.LENGTH_TOO_LARGE, start,
+                                  "continued-limit"))
         raw = self._take(total)
         try:
             dest = raw[4:4 + dlen].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise self._unreadable(_err(PayloadError, "the destination is not UTF-8",
-                                        Category.BAD_ENCODING, start + 4 + exc.start), True) from None
+                                        Category.BAD_ENCODING, start + 4 + exc.start, "destination"),
+                                   True) from None
         try:
             props = raw[6 + dlen:6 + dlen + plen].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise self._unreadable(_err(PayloadError, "the properties is not UTF-8",
-                                        Category.BAD_ENCODING, start + 6 + dlen + exc.start), True) from None
+                                        Category.BAD_ENCODING, start + 6 + dlen + exc.start, "properties"),
+                                   True) from None
         payload = raw[total - n:]
         if partial is not None:
             p_seq, p_dest, p_props, p_large, pieces, count = partial
             if (seq, dest, props) != (p_seq, p_dest, p_props):
                 self._partial = None
                 raise self._fail(_err(PayloadError, "a CONTINUED piece names another sequence number, "
-                                      "destination or properties", Category.BAD_VALUE, start))
+                                      "destination or properties", Category.BAD_VALUE, start, "continued"))
             pieces += payload
             if continued:
                 partial[5] = count + 1
@@ -475,7 +482,8 @@ def _flags_error(flags: int, start: int) -> FrameError:
     kind = flags & _TYPE_BITS
     if kind & (kind - 1):
         return _err(PayloadError, f"flags 0x{flags:02x} name two frame types", Category.BAD_VALUE, start)
-    return _err(PayloadError, "CONTINUED is defined for MESSAGE frames only", Category.BAD_VALUE, start)
+    return _err(PayloadError, "CONTINUED is defined for MESSAGE frames only", Category.BAD_VALUE, start,
+                "continued")
 
 
 #: Flags bytes refused whatever follows: an unknown bit, two type bits, or CONTINUED on a frame

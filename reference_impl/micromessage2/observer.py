@@ -6,7 +6,7 @@ What it checks, each rule with its catalogue ID (conformance/requirements/microm
 
 - **framing**: a decode error is the sender's breach; which rule it broke depends on where the
   direction was (its handshake, or frames) and on the error (:data:`HANDSHAKE_FRAMING`,
-  :data:`FRAMING`, :data:`FRAMING_BY_TEXT`).
+  :data:`FRAMING`, :data:`FRAMING_BY_PART`).
 - **handshake order** ("Handshake"): the server answers the client's offer (it never speaks
   first, MM2-HS-001) and sends no frame before the client's final handshake (MM2-HS-001); the
   client's final handshake comes after the reply (MM2-HS-001) and includes every extension the
@@ -60,25 +60,25 @@ _OTHER = {C2S: S2C, S2C: C2S}
 HANDSHAKES = {C2S: 2, S2C: 1}
 
 #: Decode errors while a direction is still in its handshake: the identity and the lengths
-#: are the layout's (MM2-HS-001); anything in the extension lists is MM2-HS-013.
-HANDSHAKE_FRAMING_BY_TEXT = (("the identity", "MM2-HS-001"),)
+#: are the layout's (MM2-HS-001); anything in the extension lists is MM2-HS-013. By the part
+#: the decoder says it was reading (FrameError.part: codec.py), then by category.
+HANDSHAKE_FRAMING_BY_PART = {"identity": "MM2-HS-001"}
 HANDSHAKE_FRAMING = {
     Category.BAD_VALUE: "MM2-HS-013",
     Category.BAD_ENCODING: "MM2-HS-013",
 }
 HANDSHAKE_FRAMING_DEFAULT = "MM2-HS-001"
-#: Decode errors in frames, by what the decoder says it was reading (first match), then by
-#: category. A CONTINUED message over the kit's reassembly limit breaks no rule of the
+#: Decode errors in frames, by the part the decoder says it was reading (FrameError.part),
+#: then by category. A CONTINUED message over the kit's reassembly limit breaks no rule of the
 #: document (it sets no message size): it maps to "" (not reported).
-FRAMING_BY_TEXT = (
-    ("CONTINUED payload above the limit", ""),
-    ("CONTINUED", "MM2-FRAME-004"),
-    ("the ERROR text", "MM2-ERR-001"),
-    ("command", "MM2-CMD-001"),
-    ("property", "MM2-MSG-004"),
-    ("properties", "MM2-MSG-004"),
-    ("destination", "MM2-MSG-001"),
-)
+FRAMING_BY_PART = {
+    "continued-limit": "",
+    "continued": "MM2-FRAME-004",
+    "error-text": "MM2-ERR-001",
+    "command": "MM2-CMD-001",
+    "properties": "MM2-MSG-004",
+    "destination": "MM2-MSG-001",
+}
 FRAMING = {
     Category.UNKNOWN_TYPE: "MM2-FRAME-001",      # a flag bit the document does not define
     Category.BAD_VALUE: "MM2-FRAME-001",         # two frame-type bits
@@ -109,8 +109,8 @@ class MM2Observer(Observer):
     #: "type"; conformance/clientcheck.py, ``exercised_requirements``; the :data:`FRAMING`
     #: rules come from ``framing_requirements``). Derived from the C2S checks of this module:
     #: the rules :meth:`_framing_requirement` gives a frame of that type that does not decode
-    #: (a handshake: :data:`HANDSHAKE_FRAMING_BY_TEXT`, :data:`HANDSHAKE_FRAMING`; the ERROR
-    #: text, a command, a message's CONTINUED pieces and properties: :data:`FRAMING_BY_TEXT`),
+    #: (a handshake: :data:`HANDSHAKE_FRAMING_BY_PART`, :data:`HANDSHAKE_FRAMING`; the ERROR
+    #: text, a command, a message's CONTINUED pieces and properties: :data:`FRAMING_BY_PART`),
     #: and the ``violate`` calls that can name the client: the final handshake before the reply
     #: or without the required extensions (:meth:`_handshake`), sequence numbers, the json
     #: payload and the ack window (:meth:`_message`), extension ids and the ack's layout
@@ -377,15 +377,12 @@ class MM2Observer(Observer):
 
     def _framing_requirement(self, direction, error) -> str:
         category = Category(getattr(error.category, "value", error.category))
-        text = error.message
         if self.handshakes[direction] < HANDSHAKES[direction] and not self._gave_up(direction):
-            by_text, by_category, default = HANDSHAKE_FRAMING_BY_TEXT, HANDSHAKE_FRAMING, HANDSHAKE_FRAMING_DEFAULT
+            by_part, by_category, default = HANDSHAKE_FRAMING_BY_PART, HANDSHAKE_FRAMING, HANDSHAKE_FRAMING_DEFAULT
         else:
-            by_text, by_category, default = FRAMING_BY_TEXT, FRAMING, ""
-        for marker, requirement in by_text:
-            if marker in text:
-                return requirement
-        return by_category.get(category, default)
+            by_part, by_category, default = FRAMING_BY_PART, FRAMING, ""
+        requirement = by_part.get(error.part)
+        return requirement if requirement is not None else by_category.get(category, default)
 
     def _gave_up(self, direction) -> bool:
         """An ERROR instead of a handshake ends that side's handshake (the decoder reads

@@ -26,8 +26,8 @@ _HEX = frozenset(b"0123456789abcdefABCDEF")
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
-def _bad(message: str, offset: int, category: Category = Category.BAD_VALUE) -> PayloadError:
-    return PayloadError(message, category=category, protocol=PROTOCOL, offset=offset)
+def _bad(message: str, offset: int, category: Category = Category.BAD_VALUE, part: str = "") -> PayloadError:
+    return PayloadError(message, category=category, protocol=PROTOCOL, offset=offset, part=part)
 
 
 def is_field(name: str, strict: bool = True) -> bool:
@@ -150,20 +150,25 @@ def format_extensions(extensions) -> str:
 # --- COMMAND payloads ("COMMAND") -------------------------------------------------------------
 
 def parse_command(text: str, strict: bool = True, offset: int = 0) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """``name`` or ``name;key=value,key=value`` (values URL-decoded)."""
-    name, semi, rest = text.partition(";")
-    check_field(name, "command name", offset, strict)
-    args: list[tuple[str, str]] = []
-    if semi and rest:
-        pos = offset + len(name) + 1
-        for pair in rest.split(","):
-            key, eq, value = pair.partition("=")
-            if not eq:
-                raise _bad(f"command argument {pair!r} has no '='", pos)
-            check_field(key, "command argument name", pos, strict)
-            args.append((key, url_decode(value, pos + len(key) + 1)))
-            pos += len(pair) + 1
-    return name, tuple(args)
+    """``name`` or ``name;key=value,key=value`` (values URL-decoded). Its errors have
+    FrameError.part "command"."""
+    try:
+        name, semi, rest = text.partition(";")
+        check_field(name, "command name", offset, strict)
+        args: list[tuple[str, str]] = []
+        if semi and rest:
+            pos = offset + len(name) + 1
+            for pair in rest.split(","):
+                key, eq, value = pair.partition("=")
+                if not eq:
+                    raise _bad(f"command argument {pair!r} has no '='", pos)
+                check_field(key, "command argument name", pos, strict)
+                args.append((key, url_decode(value, pos + len(key) + 1)))
+                pos += len(pair) + 1
+        return name, tuple(args)
+    except PayloadError as exc:
+        exc.part = "command"
+        raise
 
 
 def format_command(name: str, args=()) -> str:
@@ -188,7 +193,7 @@ def parse_properties(text: str, offset: int = 0) -> tuple[tuple[str, str], ...]:
     for entry in entries:
         key, colon, value = entry.partition(":")
         if not colon or not key:
-            raise _bad(f"property {entry!r} is not key:value", pos)
+            raise _bad(f"property {entry!r} is not key:value", pos, part="properties")
         out.append((key, value))
         pos += len(entry) + 1
     return tuple(out)

@@ -63,8 +63,8 @@ class StreamConfig(Limits):
 _DEFAULT_LIMITS = StreamConfig()     # frozen: one instance serves every decoder
 
 
-def _err(cls, message: str, category: Category, offset: int) -> FrameError:
-    return cls(message, category=category, protocol=PROTOCOL, offset=offset)
+def _err(cls, message: str, category: Category, offset: int, part: str = "") -> FrameError:
+    return cls(message, category=category, protocol=PROTOCOL, offset=offset, part=part)
 
 
 # --- reading primitives -----------------------------------------------------------------------
@@ -1048,7 +1048,7 @@ def parse_frame(raw: RawFrame, limits: StreamConfig | None = None, origin: Optio
     if cls is None:
         if raw.key in WIRE_KEYS:
             raise _err(UnknownTypeError, f"{key_name(raw.key)} version {raw.version} is not defined",
-                       Category.UNKNOWN_TYPE, raw.offset + 6)
+                       Category.UNKNOWN_TYPE, raw.offset + 6, part="version")
         raise _err(UnknownTypeError, f"unknown command key 0x{raw.key:04x}",
                    Category.UNKNOWN_TYPE, raw.offset + 4)
     r = _Reader(raw.body, base)

@@ -312,7 +312,7 @@ class StreamObserver(Observer):
             if not (self.frame_max and self.frame_max <= CAPTURE_FRAME_LIMIT):
                 return
             requirement = "RMQS-FRAME-007" if direction == C2S else "RMQS-TUNE-001"
-        elif category is Category.UNKNOWN_TYPE and direction == C2S and "version" in message:
+        elif category is Category.UNKNOWN_TYPE and direction == C2S and error.part == "version":
             requirement = "RMQS-FRAME-010"
         else:
             requirement = FRAMING[direction].get(category, "")

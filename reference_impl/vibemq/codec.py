@@ -75,8 +75,11 @@ class Message:
         return (self.headers or {}).get(name, default)
 
 
-def _err(cls, message: str, category: Category, offset: int) -> FrameError:
-    return cls(message, category=category, protocol=PROTOCOL, offset=offset)
+def _err(cls, message: str, category: Category, offset: int, part: str = "") -> FrameError:
+    """``part`` (FrameError.part): what is wrong where the category does not say: "command-type",
+    "id", "payload" (not UTF-8 or not JSON), "json-depth", "json-surrogate"; compression.py
+    adds "compression-flag", "bomb" and "compressed-body"."""
+    return cls(message, category=category, protocol=PROTOCOL, offset=offset, part=part)
 
 
 # --- the binary message ---------------------------------------------------------------------
@@ -173,10 +176,12 @@ def _parse_checked(body: bytes, base: int) -> Message:
         raise _truncated("the version and type", base + len(body))
     version, kind = _VT.unpack_from(body, 0)
     if kind not in _KNOWN_TYPES:
-        raise _err(UnknownTypeError, f"unknown command type {kind}", Category.UNKNOWN_TYPE, base + 1)
+        raise _err(UnknownTypeError, f"unknown command type {kind}", Category.UNKNOWN_TYPE, base + 1,
+                   "command-type")
     mid, pos = _field(body, 2, base, "the id")
     if mid is None:
-        raise _err(PayloadError, "the id is empty (it must be non-empty)", Category.BAD_VALUE, base + 2)
+        raise _err(PayloadError, "the id is empty (it must be non-empty)", Category.BAD_VALUE, base + 2,
+                   "id")
     queue, pos = _field(body, pos, base, "the queue")
     try:
         (plen,) = _U32.unpack_from(body, pos)
@@ -192,14 +197,16 @@ def _parse_checked(body: bytes, base: int) -> Message:
         try:
             text = body[at:pos].decode("utf-8")
         except UnicodeDecodeError:
-            raise _err(PayloadError, "the payload is not UTF-8", Category.BAD_ENCODING, base + at) from None
+            raise _err(PayloadError, "the payload is not UTF-8", Category.BAD_ENCODING, base + at,
+                       "payload") from None
         try:
             payload = strict_json.loads(text)
         except strict_json.JSONProblem as exc:
             category = Category.BAD_VALUE if exc.kind == strict_json.DEPTH else Category.BAD_ENCODING
             detail = f"the payload {exc.message}" if exc.kind in (strict_json.DEPTH, strict_json.SURROGATE) \
                 else f"the payload is not JSON: {exc.message}"
-            raise _err(PayloadError, detail, category, base + at) from None
+            part = {strict_json.DEPTH: "json-depth", strict_json.SURROGATE: "json-surrogate"}.get(exc.kind, "payload")
+            raise _err(PayloadError, detail, category, base + at, part) from None
     try:
         (count,) = _U16.unpack_from(body, pos)
     except struct.error:
@@ -341,7 +348,7 @@ class Decoder(IncrementalDecoder):
                 flag = data[pos + 4]
                 if flag not in _FLAGS:
                     raise self._fail(_err(UnknownTypeError, f"unknown compression flag 0x{flag:02x}",
-                                          Category.UNKNOWN_TYPE, start + 4))
+                                          Category.UNKNOWN_TYPE, start + 4, "compression-flag"))
             if available < head + size:
                 self._frame_need = head + size
                 self._flag = flag

@@ -19,8 +19,10 @@ from .constants import Compression, PROTOCOL
 _GZIP_WBITS = 31
 
 
-def _err(message: str, category: Category, offset: int) -> PayloadError:
-    return PayloadError(message, category=category, protocol=PROTOCOL, offset=offset)
+def _err(message: str, category: Category, offset: int, part: str = "compressed-body") -> PayloadError:
+    """A body that cannot be decompressed (FrameError.part "compressed-body"), one that
+    inflates past the limit ("bomb") or an unknown flag ("compression-flag")."""
+    return PayloadError(message, category=category, protocol=PROTOCOL, offset=offset, part=part)
 
 
 def compress(data: bytes, algorithm: int) -> bytes:
@@ -41,7 +43,8 @@ def decompress(data: bytes, algorithm: int, limit: int, offset: int = 0) -> byte
         return _gunzip(data, limit, offset)
     if algorithm == Compression.BROTLI:
         return _unbrotli(data, limit, offset)
-    raise _err(f"unknown compression flag 0x{algorithm:02x}", Category.UNKNOWN_TYPE, offset)
+    raise _err(f"unknown compression flag 0x{algorithm:02x}", Category.UNKNOWN_TYPE, offset,
+               "compression-flag")
 
 
 #: Inflate in steps of this size, into one buffer: memory stays near the output's size (a
@@ -59,7 +62,8 @@ def _gunzip(data: bytes, limit: int, offset: int) -> bytes:
             out += piece
             tail = inflater.unconsumed_tail
             if len(out) > limit:
-                raise _err(f"gzip body inflates past {limit} bytes", Category.LENGTH_TOO_LARGE, offset)
+                raise _err(f"gzip body inflates past {limit} bytes", Category.LENGTH_TOO_LARGE, offset,
+                           "bomb")
             if inflater.eof or (not piece and not tail):
                 break
     except zlib.error as exc:
@@ -87,7 +91,7 @@ def _unbrotli(data: bytes, limit: int, offset: int) -> bytes:
     except brotli.error as exc:
         raise _err(f"corrupt brotli body: {exc}", Category.BAD_ENCODING, offset) from None
     if len(out) > limit:
-        raise _err(f"brotli body inflates past {limit} bytes", Category.LENGTH_TOO_LARGE, offset)
+        raise _err(f"brotli body inflates past {limit} bytes", Category.LENGTH_TOO_LARGE, offset, "bomb")
     if not inflater.is_finished():
         raise _err("brotli body ends before its stream does (or has bytes after it)",
                    Category.BAD_ENCODING, offset)

@@ -15,7 +15,7 @@ still paired (:attr:`VibeObserver.late`). Deliver is not an answer: the broker p
 
 What it checks, with the catalogue's IDs (conformance/requirements/vibemq.py):
 
-- **framing** (:data:`FRAMING_BY_TEXT`, then :data:`FRAMING`): body length bounds
+- **framing** (:data:`FRAMING_BY_PART`, then :data:`FRAMING`): body length bounds
   (VIBE-FRAME-004/-005), compression flags (VIBE-FRAME-003), bombs (VIBE-FRAME-006), corrupt
   compressed bodies (VIBE-COMP-007), the message layout (VIBE-MSG-001), the JSON payload
   (VIBE-MSG-002), command types (VIBE-MSG-006), empty ids (VIBE-MSG-007); and the version
@@ -109,19 +109,19 @@ DOCUMENT_HEADERS = {
     T.UNSUBSCRIBE_ACK: (("VIBE-SUB-002", "queueName", "queue"),),
 }
 
-#: Decode errors by what the decoder says (first match), then by category. "" : not reported
-#: (a bound of the kit's own, or JSON the document does not rule out).
-FRAMING_BY_TEXT = (
-    ("unknown compression flag", "VIBE-FRAME-003"),
-    ("unknown command type", "VIBE-MSG-006"),
-    ("inflates past", "VIBE-FRAME-006"),
-    ("gzip", "VIBE-COMP-007"),
-    ("brotli", "VIBE-COMP-007"),
-    ("the id is empty", "VIBE-MSG-007"),
-    ("nests deeper", ""),
-    ("lone surrogate", ""),
-    ("the payload", "VIBE-MSG-002"),
-)
+#: Decode errors by the part the decoder says is wrong (FrameError.part: codec.py, compression.py),
+#: then by category. "" : not reported (a bound of the kit's own, or JSON the document does not
+#: rule out).
+FRAMING_BY_PART = {
+    "compression-flag": "VIBE-FRAME-003",
+    "command-type": "VIBE-MSG-006",
+    "bomb": "VIBE-FRAME-006",
+    "compressed-body": "VIBE-COMP-007",
+    "id": "VIBE-MSG-007",
+    "json-depth": "",
+    "json-surrogate": "",
+    "payload": "VIBE-MSG-002",
+}
 FRAMING = {
     Category.LENGTH_TOO_SMALL: "VIBE-FRAME-004",
     Category.LENGTH_TOO_LARGE: "VIBE-FRAME-005",
@@ -152,7 +152,7 @@ class VibeObserver(Observer):
     #: from the C2S checks of this module: on every message, the version byte (VIBE-MSG-003,
     #: :meth:`frame`), compression without an agreement or with another algorithm
     #: (VIBE-CLIENT-001, :meth:`_compression`) and what :meth:`malformed` reports for a message
-    #: that does not decode (:data:`FRAMING_BY_TEXT`, :data:`FRAMING`, its fallback
+    #: that does not decode (:data:`FRAMING_BY_PART`, :data:`FRAMING`, its fallback
     #: VIBE-FRAME-001; this observer has no ``framing_requirements``, so they are listed under
     #: "*"); by type, the ``violate(..., C2S, ...)`` of :meth:`_client`: anything but Connect and
     #: Ping before Connect (VIBE-CONN-003, the server's types included: a client sending them
@@ -230,7 +230,7 @@ class VibeObserver(Observer):
     def malformed(self, direction, error, index, time) -> None:
         self.blind.add(direction)
         text = error.message
-        requirement = next((rule for part, rule in FRAMING_BY_TEXT if part in text), None)
+        requirement = FRAMING_BY_PART.get(error.part)
         if requirement is None:
             requirement = FRAMING.get(error.category, "VIBE-FRAME-001")
         if requirement:
