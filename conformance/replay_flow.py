@@ -209,19 +209,26 @@ class FlowReplay:
             self.live_dead = True
             self.close_socket(abort=True)
 
-    def _take(self, frames: list, data: bytes) -> None:
-        rules = self.replay.rules
+    def _compared(self, frames: list, live: bool):
+        """``(item, frame, again)`` for what the comparison sees of ``frames``: the rules' view of each
+        (the target's answers mapped back through the rewriter), ignored frames dropped, each
+        expanded; and whether ``item`` is a server timer's frame again, paired by key
+        (:meth:`_pair_timer_frame`) rather than in order."""
+        rules, view = self.replay.rules, self.replay.spec.frame_to_dict
+        unmap = self.rewriter.unmap if live and self.rewriter is not None else None
+        seen = self.keys_received if live else self.keys_recorded
         for frame in frames:
-            d = self.replay.spec.frame_to_dict(frame)
-            if self.rewriter is not None:
-                d = self.rewriter.unmap(d)
-            if rules.ignored(d):
-                continue
-            for item in rules.expand(d):
-                if self._timer_frame(item, self.keys_received):
-                    self._pair_timer_frame(("frame", item, frame), recorded=False)
-                else:
-                    self.actual.append(("frame", item, frame))
+            d = view(frame) if unmap is None else unmap(view(frame))
+            if not rules.ignored(d):
+                for item in rules.expand(d):
+                    yield item, frame, self._timer_frame(item, seen)
+
+    def _take(self, frames: list, data: bytes) -> None:
+        for item, frame, again in self._compared(frames, live=True):
+            if again:
+                self._pair_timer_frame(("frame", item, frame), recorded=False)
+            else:
+                self.actual.append(("frame", item, frame))
 
     def _timer_frame(self, item: dict, seen: set) -> bool:
         """Whether ``item`` is a timer's frame: its key (Rules.timer_key) came before on
@@ -425,17 +432,12 @@ class FlowReplay:
         except FrameError as exc:
             frames, error = exc.frames, exc
             self.rec_server_dead = True
-        rules = self.replay.rules
-        for frame in frames:
-            d = self.replay.spec.frame_to_dict(frame)
-            if rules.ignored(d):
-                continue
-            for item in rules.expand(d):
-                if self._timer_frame(item, self.keys_recorded):
-                    self._pair_timer_frame(("frame", item, frame), recorded=True)
-                else:
-                    self.expect(("frame", item, frame), gap)
-                self.last_event, gap = rec_time, 0.0
+        for item, frame, again in self._compared(frames, live=False):
+            if again:
+                self._pair_timer_frame(("frame", item, frame), recorded=True)
+            else:
+                self.expect(("frame", item, frame), gap)
+            self.last_event, gap = rec_time, 0.0
         if error is not None:
             self.expect(("error", error.category, str(error)), gap)
             self.last_event = rec_time
