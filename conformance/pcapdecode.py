@@ -61,10 +61,14 @@ def feed_items(decoder, data: bytes) -> tuple[list, bool]:
             data = b""
 
 
-def feed_sized(decoder, data: bytes) -> tuple[list, list[int], bool]:
+def feed_sized(decoder, data: bytes, start: int) -> tuple[list, list[int], bool, int]:
     """:func:`feed_items` frame by frame, for a decoder with ``consumed`` (the stream offset
     past what it read: core/decoding.py): also each item's size, the bytes it took from the
-    stream, whichever reads they came in (an error's: the bytes it consumed, often 0)."""
+    stream, whichever reads they came in. ``start``: where the item before ended (0 at first);
+    bytes read without an item yet (a Micromessage2 message's CONTINUED pieces) count for the
+    item that completes them. An error's size is what it consumed (often 0). Returns the
+    items, their sizes, whether the direction ended, and where the last item ended (the next
+    call's ``start``)."""
     items: list = []
     sizes: list[int] = []
     decoder.receive(data)
@@ -75,14 +79,16 @@ def feed_sized(decoder, data: bytes) -> tuple[list, list[int], bool]:
             frame = next_frame()
         except FrameError as exc:
             items.append(exc)
-            sizes.append(decoder.consumed - before)
+            sizes.append(decoder.consumed - start)
+            start = decoder.consumed
             if is_broken(decoder) or decoder.consumed == before:
-                return items, sizes, True
+                return items, sizes, True, start
             continue
         if frame is None:
-            return items, sizes, False
+            return items, sizes, False, start
         items.append(frame)
-        sizes.append(decoder.consumed - before)
+        sizes.append(decoder.consumed - start)
+        start = decoder.consumed
 
 
 def capture_ports(spec, ports: Iterable[int] = ()) -> set[int]:

@@ -53,12 +53,13 @@ def _code(view: dict) -> Optional[str]:
 
 class _Side:
     """One direction's decoder and counters."""
-    __slots__ = ("decoder", "exact", "frames", "bytes", "how", "error", "sized")
+    __slots__ = ("decoder", "exact", "mark", "frames", "bytes", "how", "error", "sized")
 
     def __init__(self, decoder) -> None:
         self.decoder = decoder
         # the decoder says where each frame ends (``consumed``): exact frame sizes
         self.exact = hasattr(decoder, "consumed")
+        self.mark = 0           # with ``exact``: the stream offset where the last frame ended
         self.frames = 0
         self.bytes = 0          # bytes of the direction seen (delivered in order, all fed)
         self.how = ""
@@ -122,7 +123,7 @@ class FlowAnalyzer:
         side.bytes += len(data)
         flow.last = time
         if side.exact:
-            items, sizes, ended = feed_sized(side.decoder, data)
+            items, sizes, ended, side.mark = feed_sized(side.decoder, data, side.mark)
             self._items(flow, s, side, items, time, sizes)
         else:
             items, ended = feed_items(side.decoder, data)

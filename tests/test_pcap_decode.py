@@ -215,3 +215,48 @@ def test_unreadable_capture(tmp_path):
     path.write_bytes(b"this is not a capture")
     proc = wirecheck("decode", "--protocol", "blipmq", "--pcap", str(path))
     assert proc.returncode == 2 and "cannot read" in proc.stderr
+
+
+# --- feed_sized: feed_items frame by frame, with each frame's size ------------------------------
+
+_SIZED = {"blipmq": "blipmq", "rabbitmq-stream": "rabbitmq-stream", "micromessage2": "micromessage2",
+          "vibemq": "vibemq"}
+
+
+@pytest.mark.parametrize("protocol", sorted(_SIZED))
+def test_feed_sized_reads_what_feed_items_reads(protocol):
+    """On every input of the protocol's fuzz corpus (frames, errors the decoder goes on after,
+    broken streams), cut in reads: the same items and ends as feed_items, and sizes that add up
+    to what the frames and errors consumed."""
+    import random
+
+    from conformance.pcapdecode import feed_items, feed_sized
+    from reference_impl.core import registry
+    spec = registry.get(protocol)
+    corpus = Path(__file__).resolve().parent.parent / "fuzz" / "corpora" / _SIZED[protocol]
+    rng = random.Random(3)
+    checked = 0
+    for path in sorted(corpus.iterdir()):
+        data = path.read_bytes()
+        cuts = sorted(rng.sample(range(1, len(data)), min(3, len(data) - 1))) if len(data) > 1 else []
+        reads = [data[a:b] for a, b in zip([0] + cuts, cuts + [len(data)])]
+        plain, sized = spec.capture_decoder(), spec.capture_decoder()
+        fed = total = mark = 0
+        for chunk in reads:
+            items, ended = feed_items(plain, chunk)
+            got, sizes, got_ended, mark = feed_sized(sized, chunk, mark)
+            assert [_item(i) for i in got] == [_item(i) for i in items] and got_ended == ended, path.name
+            assert len(sizes) == len(got) and all(s >= 0 for s in sizes)
+            fed, total = fed + len(chunk), total + sum(sizes)
+            if ended:
+                break
+            # every byte read so far went to an item, or waits for the item it is part of
+            assert total == mark <= sized.consumed == fed - sized.buffered, path.name
+        checked += 1
+    assert checked >= 5
+
+
+def _item(item):
+    if isinstance(item, Exception):
+        return ("error", str(item.category), item.offset)
+    return ("frame", repr(item))

@@ -285,11 +285,13 @@ def test_frames_sent_in_one_segment_get_their_own_sizes(protocol, tmp_path):
             conv.data("s2c", data, t)
             t += 0.01
         stream = b"".join(burst)
-        cut = len(burst[0]) + 3                          # the second frame over two segments
-        conv.data("s2c", stream[:cut], t)
-        conv.data("s2c", stream[cut:], t + 0.01)
-        conv.close("c2s", t + 0.02)
-        conv.close("s2c", t + 0.03)
+        # the second frame over two segments, and the one before the last (Micromessage2: the
+        # CONTINUED message, cut after its first piece) over two more
+        cuts = [0, len(burst[0]) + 3, len(stream) - len(burst[-1]) - 30, len(stream)]
+        for n, (a, b) in enumerate(zip(cuts, cuts[1:])):
+            conv.data("s2c", stream[a:b], t + n / 100)
+        conv.close("c2s", t + 0.05)
+        conv.close("s2c", t + 0.06)
     rows = analyze_plain([str(path)])
     assert not [f["error"] for f in rows["flows"] if f["error"]], rows["flows"]
     got = [r["size"] for r in rows["frames"] if r["direction"] == "s2c"][len(server_first):]
