@@ -18,8 +18,11 @@ design.
 
 **Where the kill lands.** ``count``: after a random number of confirms, with one more publish
 written and not confirmed (it races the kill). ``delay``: a timer fires at a random moment of
-the publishing phase (mid-frame, mid-append, mid-roll). Kills within the publishing phase only:
-the broker's start-up (recovery, compaction) is not killed.
+the publishing phase (mid-frame, mid-append, mid-roll). BlipMQ also, every ``ack_kill_every``
+iterations, after the restart's reading: ACKs for a random part of what was served go out with
+no barrier and the broker is killed after a random number of them (0..``max_acks``); each of
+those messages may come back or not (the ACK was settled or not), every other one must, and a
+second restart reads it all again. The broker's start-up (recovery, compaction) is not killed.
 
 **What a kill -9 can and cannot do.** Every append is written before its publish is confirmed
 (blipmq-protocol.md "PUBLISH": "Append to WAL", then the answer; the stream confirms after the
@@ -101,12 +104,12 @@ PROTOCOLS = ("blipmq", "rabbitmq-stream")
 PARAMS = {
     False: {"iterations": 100, "corrupt_every": 10,
             "blipmq": {"max_count": 400, "max_delay_s": 0.25, "max_messages": 5000,
-                       "ack_probability": 0.2},
+                       "ack_probability": 0.2, "ack_kill_every": 3, "max_acks": 60},
             "rabbitmq-stream": {"max_count": 1500, "max_delay_s": 0.1, "max_messages": 20000,
                                 "batch_max": 40, "window": 4, "segment_bytes": 256 * 1024}},
     True: {"iterations": 4, "corrupt_every": 2,
            "blipmq": {"max_count": 80, "max_delay_s": 0.05, "max_messages": 1000,
-                      "ack_probability": 0.3},
+                      "ack_probability": 0.3, "ack_kill_every": 2, "max_acks": 15},
            "rabbitmq-stream": {"max_count": 300, "max_delay_s": 0.03, "max_messages": 4000,
                                "batch_max": 20, "window": 4, "segment_bytes": 16 * 1024}},
 }
@@ -333,12 +336,19 @@ class BlipRun:
             got.append(msg)
         return got
 
-    async def verify(self, port: int, rng: random.Random, *, ack: bool = True) -> dict:
+    async def verify(self, port: int, rng: random.Random, *, ack: bool = True,
+                     killer: "Killer | None" = None) -> dict:
+        """Read everything back and check it; then ack a random part (checked by the next
+        restart). With ``killer`` (a kill while acking): the ACKs go out with no barrier and
+        the broker is killed after ``killer.value`` of them. Each ACK sent may or may not
+        have been settled: its message may come back (it is then due again) or not."""
         client = await self._connect(port)
         try:
             messages = await self._drain(client)
             result = self.check([m.message for m in messages])
-            if ack:
+            if killer is not None:
+                result["acks_sent"] = await self._ack_until_killed(client, messages, killer, rng)
+            elif ack:
                 # Settle a random part: the next restart checks it never comes back.
                 acked = [m for m in messages if seq_of(m.message, self.TAG) in self.ledger
                          and rng.random() < self.params["ack_probability"]]
@@ -355,6 +365,25 @@ class BlipRun:
         finally:
             await client.close()
         return result
+
+    async def _ack_until_killed(self, client: BlipClient, messages: list, killer: "Killer",
+                                rng: random.Random) -> int:
+        sent = 0
+        try:
+            for m in messages:
+                seq = seq_of(m.message, self.TAG)
+                if seq not in self.ledger or rng.random() >= self.params["ack_probability"]:
+                    continue
+                if sent >= killer.value:
+                    break
+                self.ledger[seq] = "maybe"           # settled or not: the restart tells
+                self.acked.add(seq)                  # (served later than that: an error)
+                await client.ack(self.sub, m.tag)
+                sent += 1
+            killer.fire(f"{sent} ACK(s) sent, none confirmed")
+        except (ConnectionClosed, ConnectionError, OSError, asyncio.TimeoutError):
+            pass
+        return sent
 
     # -- damage --------------------------------------------------------------------------------
 
@@ -716,7 +745,31 @@ def run_broker(target, iterations_planned: int, corrupt_every: int, workdir: str
                 failure = str(exc)
                 break
             it["truncated_ok"] = target.recovered_cleanly(data_dir, it["damage"])
-            check = asyncio.run(_bounded(target.verify(broker.port, rng), "reading"))
+            every = p.get("ack_kill_every")
+            if every and i % every == every - 1:
+                # A kill while acking, then a restart and a second reading (BlipMQ).
+                killer = Killer(broker, "count", rng.randint(0, p["max_acks"]))
+                try:
+                    check = asyncio.run(_bounded(target.verify(broker.port, rng, killer=killer),
+                                                 "reading, then acking"))
+                finally:
+                    killer.finish()
+                it["ack_kill"] = {"acks_sent": check.pop("acks_sent", 0), "landed": killer.fired_at}
+                try:
+                    broker = Broker(*target.args, "--data-dir", data_dir,
+                                    protocol=target.protocol).start()
+                except Failure as exc:
+                    it.update(outcome="fail", problems=[str(exc)])
+                    iterations.append(it)
+                    failure = str(exc)
+                    break
+                again = asyncio.run(_bounded(target.verify(broker.port, rng), "reading after the ack kill"))
+                it["after_ack_kill"] = {k: again[k] for k in ("expected_at_least", "recovered")}
+                for key in ("lost", "unknown", "torn_served"):
+                    check[key] += again[key]
+                check["problems"] += again["problems"]
+            else:
+                check = asyncio.run(_bounded(target.verify(broker.port, rng), "reading"))
             problems = it.pop("problems") + check.pop("problems")
             if it["truncated_ok"] is False:
                 problems.append("the damaged tail was not truncated")

@@ -82,8 +82,28 @@ class _InventingStream(dur.StreamRun):
         return info
 
 
+class _OverSettlingBlip(dur.BlipRun):
+    """Killed while acking, then leaves a settlement of one more message than it was asked
+    to (one no ACK named): what a broker that settles the wrong message would journal."""
+
+    async def _ack_until_killed(self, client, messages, killer, rng):
+        sent = await super()._ack_until_killed(client, messages, killer, rng)
+        killer.broker.proc.wait(30)
+        args = killer.broker.args
+        path = os.path.join(args[args.index("--data-dir") + 1], WAL_NAME)
+        version, records, _ = wal.read_records(path)
+        publishes = {dur.seq_of(wal.decode_payload(version, r.payload)[-1], self.TAG): r.id
+                     for r in records if r.payload[0] == wal.KIND_PUBLISH}
+        victim = next(s for s, status in self.ledger.items() if status == "confirmed" and s in publishes)
+        settle = bytes((wal.KIND_SETTLE,)) + wal._SETTLE.pack(self.sub, publishes[victim])
+        with open(path, "ab") as fh:
+            fh.write(wal.encode_record(max(r.id for r in records) + 1, settle))
+        return sent
+
+
 @pytest.mark.parametrize("target,goal", [
     (_LosingBlip, "confirmed messages lost"),
+    (_OverSettlingBlip, "confirmed messages lost"),
     (_InventingStream, "messages served that were never sent or altered"),
 ])
 def test_the_harness_notices_a_broker_that_loses_or_invents(tmp_path, target, goal):
