@@ -709,6 +709,18 @@ def run_broker(target, iterations_planned: int, corrupt_every: int, workdir: str
     p = target.params
     data_dir = os.path.join(workdir, "data")
     iterations, failure = [], None
+
+    def restart(it: dict) -> Broker | None:
+        """The broker again on the same directory; None when it does not come back (the
+        iteration is recorded as failed, and the run stops)."""
+        nonlocal failure
+        try:
+            return Broker(*target.args, "--data-dir", data_dir, protocol=target.protocol).start()
+        except Failure as exc:
+            it.update(outcome="fail", problems=[str(exc)])
+            iterations.append(it)
+            failure = str(exc)
+            return None
     broker = Broker(*target.args, "--data-dir", data_dir, protocol=target.protocol).start()
     try:
         asyncio.run(_bounded(target.setup(broker.port), "setup"))
@@ -736,14 +748,10 @@ def run_broker(target, iterations_planned: int, corrupt_every: int, workdir: str
                 finally:
                     shutil.rmtree(scratch, ignore_errors=True)
             it["damage"] = target.damage(data_dir, kind, rng)
-            try:
-                broker = Broker(*target.args, "--data-dir", data_dir,
-                                protocol=target.protocol).start()
-            except Failure as exc:
-                it.update(outcome="fail", problems=[str(exc)])
-                iterations.append(it)
-                failure = str(exc)
+            started = restart(it)
+            if started is None:
                 break
+            broker = started
             it["truncated_ok"] = target.recovered_cleanly(data_dir, it["damage"])
             every = p.get("ack_kill_every")
             if every and i % every == every - 1:
@@ -755,14 +763,10 @@ def run_broker(target, iterations_planned: int, corrupt_every: int, workdir: str
                 finally:
                     killer.finish()
                 it["ack_kill"] = {"acks_sent": check.pop("acks_sent", 0), "landed": killer.fired_at}
-                try:
-                    broker = Broker(*target.args, "--data-dir", data_dir,
-                                    protocol=target.protocol).start()
-                except Failure as exc:
-                    it.update(outcome="fail", problems=[str(exc)])
-                    iterations.append(it)
-                    failure = str(exc)
+                started = restart(it)
+                if started is None:
                     break
+                broker = started
                 again = asyncio.run(_bounded(target.verify(broker.port, rng), "reading after the ack kill"))
                 it["after_ack_kill"] = {k: again[k] for k in ("expected_at_least", "recovered")}
                 for key in ("lost", "unknown", "torn_served"):
