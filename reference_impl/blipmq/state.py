@@ -18,7 +18,6 @@ Semantics (blipmq-protocol.md "PUBLISH", "POLL", "ACK"; SPEC_NOTES.md BlipMQ):
 from __future__ import annotations
 
 import logging
-
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol
