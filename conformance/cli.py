@@ -21,12 +21,12 @@ import asyncio
 import json
 import logging
 import os
-import re
 import signal
 import sys
 
 from reference_impl.core import registry
 from reference_impl.core.errors import FrameError
+from reference_impl.core.options import UnknownOption
 
 EXIT_OK, EXIT_NONCONFORMANT, EXIT_HARNESS = 0, 1, 2
 
@@ -148,13 +148,11 @@ async def until_stopped(duration: float | None = None) -> None:
 
 def _broker_error(spec, exc: Exception, from_profile=()) -> str:
     """Why the broker could not be made, in the user's terms: a setting its config has no
-    field for (an ``--option``, or a ``[timing]`` value of the profile) is a TypeError naming
-    a keyword argument."""
-    unknown = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
-    if isinstance(exc, TypeError) and unknown:
-        name = unknown.group(1)
-        what = (f"the profile's [timing] value {name}" if name in from_profile
-                else f"unknown --option {name}")
+    field for (reference_impl/core/options.py) is an ``--option`` or a ``[timing]`` value of
+    the profile."""
+    if isinstance(exc, UnknownOption):
+        what = "; ".join(f"the profile's [timing] value {name}" if name in from_profile
+                         else f"unknown --option {name}" for name in exc.names)
         return (f"{what}: the {spec.id} broker has no setting of that name (README: \"The "
                 "reference broker and client\")")
     return str(exc)
@@ -220,7 +218,7 @@ def cmd_serve(args) -> int:
     try:
         broker = spec.make_broker(listen_host, listen_port, data_dir=args.data_dir,
                                   api_keys=tuple(args.api_key or ()), **options)
-    except (ValueError, TypeError, OSError) as exc:       # TypeError: an unknown --option
+    except (ValueError, TypeError, OSError) as exc:       # ValueError: UnknownOption too
         print(f"wirecheck serve: {_broker_error(spec, exc, timing_keys)}", file=sys.stderr)
         return EXIT_HARNESS
 

@@ -191,3 +191,14 @@ def test_serve_refuses_a_malformed_or_unknown_option():
     for option, reason in (("max_queue", "expected KEY=VALUE"), ("no_such=1", "unknown --option no_such")):
         r = wirecheck("serve", "--protocol", "blipmq", "--port", "0", "--option", option, timeout=30)
         assert r.returncode == 2 and reason in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("protocol", ["vibemq", "micromessage2", "rabbitmq-stream", "signalr"])
+def test_every_broker_names_an_unknown_option(protocol):
+    # Each broker checks the names against its configuration (reference_impl/core/options.py):
+    # the same refusal whatever the broker's settings are made of.
+    r = wirecheck("serve", "--protocol", protocol, "--port", "0", "--option", "max_conections=5",
+                  "--option", "no_such=1", timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert ("unknown --option max_conections; unknown --option no_such: the "
+            f"{protocol} broker has no setting of that name") in r.stderr, r.stderr

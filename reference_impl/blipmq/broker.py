@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..core.limits import (DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
                            DEFAULT_MAX_HANDSHAKE_BYTES, DEFAULT_MAX_WRITE_BUFFER, ConnectionLimits)
+from ..core.options import check_options
 from ..core.server import SessionBroker, SessionServer
 from .codec import BlipConfig
 from .session import DEFAULT_API_KEY, BlipSession, SessionConfig
@@ -78,6 +79,7 @@ def make_broker(host: str = "127.0.0.1", port: int = 0, *, data_dir: str | None 
     """Registry factory (``wirecheck serve``, the embedded default target). BlipMQ's profiles
     share one wire format, so ``profile`` does not change the broker."""
     options.pop("profile", None)
+    check_options("blipmq", options, BrokerConfig)
     cfg = BrokerConfig(data_dir=data_dir, **options)
     if api_keys:
         cfg.api_keys = tuple(api_keys)

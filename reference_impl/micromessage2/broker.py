@@ -11,10 +11,10 @@ legitimately sends nothing after subscribing. Queues: ``max_queue_length`` messa
 from __future__ import annotations
 
 import time
-from dataclasses import fields
 from typing import Optional
 
 from ..core.limits import ConnectionLimits
+from ..core.options import check_options
 from ..core.server import SessionBroker, SessionServer
 from .constants import DEFAULT_PORT
 from .session import MM2Session, SessionConfig
@@ -33,9 +33,6 @@ class MM2Broker(SessionBroker):
                                     limits=limits)
 
 
-_LIMIT_OPTIONS = frozenset(f.name for f in fields(ConnectionLimits))
-
-
 def make_broker(host: str = "127.0.0.1", port: int = 0, *, data_dir: Optional[str] = None,
                 api_keys=None, profile: Optional[str] = None, ack_delay: float = 0.2,
                 max_queue_length: int = 100_000, max_pending: int = SessionConfig.max_pending,
@@ -44,9 +41,7 @@ def make_broker(host: str = "127.0.0.1", port: int = 0, *, data_dir: Optional[st
     ``data_dir`` is accepted and ignored; the protocol has no credentials (``api_keys``
     ignored). ``profile``: ``document`` (default) or ``sharpmessaging``; other options are
     :class:`ConnectionLimits` fields."""
-    unknown = set(options) - _LIMIT_OPTIONS
-    if unknown:
-        raise ValueError(f"micromessage2 broker: unknown option(s) {', '.join(sorted(unknown))}")
+    check_options("micromessage2", options, ConnectionLimits)
     config = SessionConfig.for_profile(profile or "document", ack_delay=ack_delay,
                                        max_pending=max_pending)
     return MM2Broker(config, host, port, max_queue_length=max_queue_length,

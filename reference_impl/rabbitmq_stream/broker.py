@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ..core.durability import FsyncPolicy
 from ..core.limits import (DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HANDSHAKE_BYTES,
                            DEFAULT_MAX_WRITE_BUFFER, ConnectionLimits)
+from ..core.options import check_options
 from ..core.server import SessionBroker, SessionServer
 from .codec import StreamConfig
 from .constants import DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT
@@ -83,6 +84,7 @@ def make_broker(host: str = "127.0.0.1", port: int = 0, *, data_dir: str | None 
     password equals the name)."""
     if options.get("profile") is None:
         options.pop("profile", None)
+    check_options("rabbitmq-stream", options, BrokerConfig)
     cfg = BrokerConfig(data_dir=data_dir, **options)
     if api_keys:
         cfg.users = {}

@@ -42,6 +42,7 @@ from aiohttp import WSMsgType, web
 
 from ..core.limits import (DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HANDSHAKE_BYTES,
                            DEFAULT_MAX_WRITE_BUFFER, ConnectionLimits)
+from ..core.options import check_options
 from ..core.server import LISTEN_BACKLOG, SessionServer
 from .hub import HubState
 from .session import HubConfig, HubSession
@@ -426,11 +427,8 @@ def make_broker(host: str = "127.0.0.1", port: int = 0, *, data_dir: Optional[st
     del data_dir, api_keys
     if raw_port is None:
         raw_port = port + 1 if port else 0
+    check_options("signalr", options, _BROKER_OPTIONS, HubConfig)
     broker_opts = {k: options.pop(k) for k in list(options) if k in _BROKER_OPTIONS}
-    session_fields = {fl.name for fl in fields(HubConfig)}
-    unknown = set(options) - session_fields
-    if unknown:
-        raise ValueError(f"unknown SignalR broker option(s): {', '.join(sorted(unknown))}")
     if profile is not None:
         options["profile"] = profile
     return HubBroker(BrokerConfig(HubConfig(**options), **broker_opts), host, port, raw_port)

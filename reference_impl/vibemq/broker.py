@@ -26,6 +26,7 @@ from typing import Optional
 
 from ..core.limits import (DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
                            DEFAULT_MAX_HANDSHAKE_BYTES, DEFAULT_MAX_WRITE_BUFFER, ConnectionLimits)
+from ..core.options import check_options
 from ..core.server import SessionBroker, SessionServer
 from .codec import VibeLimits
 from .constants import COMPRESSION_BY_NAME, DEFAULT_MAX_BODY, DEFAULT_MAX_DECOMPRESSED, DEFAULT_PORT
@@ -100,6 +101,7 @@ def make_broker(host: str = "127.0.0.1", port: int = 0, *, data_dir: Optional[st
     """Registry factory (``wirecheck serve``, the embedded default target). The broker keeps
     everything in memory (``data_dir`` is accepted and ignored). ``profile``: ``document``
     (default), ``vibemq-1.8`` or ``vibemq-1.0``."""
+    check_options("vibemq", options, BrokerConfig)
     cfg = BrokerConfig(data_dir=data_dir, **options)
     if profile:
         cfg.profile = profile
