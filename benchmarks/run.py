@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:          # runnable as a script from the repositor
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import (bench_blipmq_decode, bench_brokers, bench_fuzz, bench_pipeline,  # noqa: E402
-                        bench_protocols, bench_replay, bench_report, bench_rmqs_broker,
+                        bench_protocols, calibration, bench_replay, bench_report, bench_rmqs_broker,
                         bench_rmqs_decode, bench_signalr_decode, bench_suite, bench_vibemq_decode)
 
 #: MB of pcap the full run's pipeline figures use (benchmarks/bench_pipeline.py alone defaults
@@ -55,6 +55,9 @@ def machine() -> dict:
         "implementation": platform.python_implementation(),
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
+        # One fixed Python workload's time (benchmarks/calibration.py): compares two runs'
+        # machines, which the absolute goals (fuzz exec/s) depend on.
+        "calibration_us": calibration.calibration_us(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     try:
@@ -80,7 +83,8 @@ def _num(value) -> str:
 def markdown(report: dict) -> str:
     m = report["machine"]
     lines = [f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']} "
-             f"({m['implementation']}), {m['platform']}", "",
+             f"({m['implementation']}), {m['platform']}; calibration {m.get('calibration_us')} µs "
+             "(benchmarks/calibration.py: lower is faster)", "",
              "| benchmark | value | unit | peer | ratio | goal | met |",
              "|---|---:|---|---:|---:|---|---|"]
     for r in report["results"]:

@@ -59,7 +59,8 @@ def test_quick_benchmark_run_writes_every_result(tmp_path):
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
 
-    assert {"platform", "python", "cpu", "cores"} <= set(report["machine"])
+    assert {"platform", "python", "cpu", "cores", "calibration_us"} <= set(report["machine"])
+    assert report["machine"]["calibration_us"] > 0
     results = {r["name"]: r for r in report["results"]}
     assert sorted(results) == sorted(EXPECTED)
     for name, r in results.items():
