@@ -176,7 +176,7 @@ def _subscribe(draw):
 
 @st.composite
 def _consumer_update_response(draw):
-    # The offset follows for types 4 and 5; rstream writes 8 bytes for any type (codec.py).
+    # The offset follows for types 4 and 5; rstream writes 8 bytes for any type (requests.py, Subscribe).
     offset_type = draw(offset_types)
     if offset_type in OFFSET_TYPES_WITH_VALUE:
         offset = draw(_offset_value(offset_type))
@@ -187,7 +187,7 @@ def _consumer_update_response(draw):
 
 @st.composite
 def _route_response(draw):
-    # Current servers answer an array, the document one string (codec.py, RouteResponse).
+    # Current servers answer an array, the document one string (responses.py, RouteResponse).
     if draw(st.booleans()):
         return RouteResponse(draw(correlation_ids), draw(codes), (draw(texts),), True)
     return RouteResponse(draw(correlation_ids), draw(codes), tuple(draw(st.lists(texts, max_size=4))))
@@ -304,7 +304,7 @@ def _rewrap(frame, body: bytes) -> bytes:
     return codec.encode_raw(frame.wire_key, frame.version, body)
 
 
-#: Classes with an optional tail or a form chosen by what is left (codec.py: the Open response
+#: Classes with an optional tail or a form chosen by what is left (responses.py: the Open response
 #: without properties, the SaslAuthenticate challenge, Route's two forms, ConsumerUpdate's
 #: offset), where a cut or extra bytes can make another valid frame; and Heartbeat, which has
 #: no body to cut.
