@@ -20,11 +20,11 @@ from fuzz.target_setup import UNDER_TEST, fuzz, instrumented  # noqa: E402
 with instrumented(__name__, UNDER_TEST):
     from fuzz.harness_mm2 import decoder_one_input
     from fuzz.untraced import Untraced
-    from reference_impl.core import decoding
+    from reference_impl.core import decoding, errors
     from reference_impl.micromessage2 import codec, syntax
 
 #: The modules the whole reading (the reference) runs, untraced (fuzz/untraced.py).
-UNTRACED = Untraced(codec, syntax, decoding)
+UNTRACED = Untraced(codec, syntax, decoding, errors)
 
 
 def TestOneInput(data: bytes) -> None:

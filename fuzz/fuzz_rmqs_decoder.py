@@ -15,9 +15,13 @@ from fuzz.target_setup import UNDER_TEST, fuzz, instrumented  # noqa: E402
 with instrumented(__name__, UNDER_TEST):
     from fuzz.harness import decoder_one_input, decoder_untraced
     from reference_impl.core import registry
+    from reference_impl.rabbitmq_stream import chunk, requests, responses, wire
 
 SPEC = registry.get("rabbitmq-stream")
-UNTRACED = decoder_untraced(SPEC)
+#: The modules the whole reading (the reference) runs, untraced (fuzz/untraced.py): the
+#: decoder's (codec.py, core/decoding.py), the frame classes' and field types' it calls, and
+#: the Osiris chunk reader's (a Deliver's chunk).
+UNTRACED = decoder_untraced(SPEC, wire, requests, responses, chunk)
 
 
 def TestOneInput(data: bytes) -> None:

@@ -22,6 +22,7 @@ from reference_impl.blipmq import codec
 from reference_impl.blipmq.codec import FrameType, NackCode
 from reference_impl.blipmq.session import BlipSession
 from reference_impl.blipmq.state import BrokerState
+from reference_impl.core import errors
 from reference_impl.core.errors import Category, FrameError
 from reference_impl.rabbitmq_stream import codec as rmqs
 from reference_impl.rabbitmq_stream.chunk import (ChunkType, encode_tracking, parse_chunk,
@@ -119,11 +120,12 @@ def all_survive(frames: list, spec) -> None:
 
 
 def decoder_untraced(spec, *more) -> Untraced:
-    """:class:`fuzz.untraced.Untraced` over the modules of ``spec``'s decoder class and its bases
-    (and ``more``): what a frame-decoder target runs its whole reading on."""
+    """:class:`fuzz.untraced.Untraced` over the modules of ``spec``'s decoder class and its bases,
+    the errors' (core/errors.py) and ``spec.make_decoder`` (and ``more``): what a frame-decoder
+    target runs its whole reading on."""
     classes = type(spec.make_decoder()).__mro__
     modules = dict.fromkeys(sys.modules[c.__module__] for c in classes if c.__module__ != "builtins")
-    return Untraced(*modules, *more)
+    return Untraced(*modules, errors, spec.make_decoder, *more)
 
 
 def decoder_one_input(spec, data: bytes, untraced=NOTHING) -> None:

@@ -14,6 +14,7 @@ corpus replay under pytest) nothing is instrumented and it does nothing.
 """
 from __future__ import annotations
 
+import sys
 import types
 from itertools import repeat
 from pathlib import Path
@@ -29,6 +30,17 @@ def _code_objects(code: types.CodeType):
             yield from _code_objects(const)
 
 
+def _in_table(table, depth: int = 2):
+    """The values of a module-level tuple, list or dict (a dispatch table), and of the tuples,
+    lists and dicts in it, ``depth`` levels down (``{5: (parse, Class)}``)."""
+    for value in table.values() if isinstance(table, dict) else table:
+        if isinstance(value, (tuple, list, dict)):
+            if depth > 1:
+                yield from _in_table(value, depth - 1)
+        else:
+            yield value
+
+
 def _functions(module: types.ModuleType):
     """The module's own functions: module level (and in its module-level tuples, lists and
     dicts: dispatch tables), and methods (static, class, properties) of its classes."""
@@ -39,7 +51,7 @@ def _functions(module: types.ModuleType):
         if own(value):
             yield value
         elif isinstance(value, (tuple, list, dict)):     # dispatch tables: lambdas, parsers
-            yield from filter(own, value.values() if isinstance(value, dict) else value)
+            yield from filter(own, _in_table(value))
         elif isinstance(value, type) and value.__module__ == module.__name__:
             for member in vars(value).values():
                 if isinstance(member, (staticmethod, classmethod)):
@@ -55,17 +67,25 @@ def _is_traced(code: types.CodeType) -> bool:
 
 
 class Untraced:
-    """A context in which the functions of ``modules`` run their uninstrumented code."""
+    """A context in which the functions of ``modules`` run their uninstrumented code. A
+    function given among them (one no module lists: a lambda kept by some object, such as a
+    registry's ``make_decoder``) is switched alone."""
 
-    def __init__(self, *modules: types.ModuleType) -> None:
+    def __init__(self, *modules: types.ModuleType | types.FunctionType) -> None:
         funcs, traced, plain = [], [], []
-        for module in modules:
-            if not any(_is_traced(f.__code__) for f in _functions(module)):
+        groups: dict[types.ModuleType, list] = {}
+        for item in modules:
+            if isinstance(item, types.FunctionType):
+                groups.setdefault(sys.modules[item.__module__], []).append(item)
+            else:
+                groups.setdefault(item, []).extend(_functions(item))
+        for module, members in groups.items():
+            if not any(_is_traced(f.__code__) for f in members):
                 continue                    # not instrumented (no atheris): nothing to switch
             source = Path(module.__file__).read_text(encoding="utf-8")
             compiled = {(c.co_qualname, c.co_firstlineno): c
                         for c in _code_objects(compile(source, module.__file__, "exec"))}
-            for func in dict.fromkeys(_functions(module)):       # a function once, in order
+            for func in dict.fromkeys(members):                  # a function once, in order
                 code = func.__code__
                 twin = compiled.get((code.co_qualname, code.co_firstlineno))
                 if twin is not None and _is_traced(code) and twin.co_freevars == code.co_freevars:
