@@ -151,8 +151,10 @@ def _broker_error(spec, exc: Exception, from_profile=()) -> str:
     field for (reference_impl/core/options.py) is an ``--option`` or a ``[timing]`` value of
     the profile."""
     if isinstance(exc, UnknownOption):
-        what = "; ".join(f"the profile's [timing] value {name}" if name in from_profile
-                         else f"unknown --option {name}" for name in exc.names)
+        what = "; ".join((f"the profile's [timing] value {name}" if name in from_profile
+                          else f"unknown --option {name}")
+                         + (f" (did you mean {near}?)" if (near := exc.near(name)) else "")
+                         for name in exc.names)
         return (f"{what}: the {spec.id} broker has no setting of that name (README: \"The "
                 "reference broker and client\")")
     return str(exc)

@@ -27,6 +27,13 @@ def test_unknown_names_are_refused_sorted():
     assert str(info.value) == "x broker: unknown option(s) alpha, zeta"
 
 
+def test_a_misspelt_setting_is_matched_to_the_one_meant():
+    with pytest.raises(UnknownOption) as info:
+        check_options("x", {"timout": 1, "colour": 2}, _Config)
+    assert info.value.near("timout") == "timeout"
+    assert info.value.near("colour") is None            # nothing close: no guess
+
+
 def test_a_broker_refuses_before_building_and_takes_known_settings():
     with pytest.raises(UnknownOption):
         make_blip(max_conections=5)

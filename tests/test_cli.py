@@ -200,5 +200,5 @@ def test_every_broker_names_an_unknown_option(protocol):
     r = wirecheck("serve", "--protocol", protocol, "--port", "0", "--option", "max_conections=5",
                   "--option", "no_such=1", timeout=30)
     assert r.returncode == 2, r.stderr
-    assert ("unknown --option max_conections; unknown --option no_such: the "
-            f"{protocol} broker has no setting of that name") in r.stderr, r.stderr
+    assert ("unknown --option max_conections (did you mean max_connections?); unknown --option "
+            f"no_such: the {protocol} broker has no setting of that name") in r.stderr, r.stderr
