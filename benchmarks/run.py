@@ -25,8 +25,9 @@ if str(ROOT) not in sys.path:          # runnable as a script from the repositor
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import (bench_blipmq_decode, bench_brokers, bench_fuzz, bench_pipeline,  # noqa: E402
-                        bench_protocols, calibration, bench_replay, bench_report, bench_rmqs_broker,
-                        bench_rmqs_decode, bench_signalr_decode, bench_suite, bench_vibemq_decode)
+                        bench_protocols, bench_replay, bench_report, bench_rmqs_broker,
+                        bench_rmqs_decode, bench_signalr_decode, bench_suite, bench_vibemq_decode,
+                        calibration)
 
 #: MB of pcap the full run's pipeline figures use (benchmarks/bench_pipeline.py alone defaults
 #: to 500 MB, about nine minutes, where its goals apply; this keeps ``make bench`` within its

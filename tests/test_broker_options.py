@@ -41,3 +41,6 @@ def test_a_broker_refuses_before_building_and_takes_known_settings():
     with pytest.raises(UnknownOption):
         make_mm2(handshake_timout=1.0)
     assert make_mm2(handshake_timeout=1.0) is not None
+    with pytest.raises(UnknownOption) as info:              # a setting its signature names
+        make_mm2(max_pendng=3)
+    assert info.value.near("max_pendng") == "max_pending"

@@ -41,7 +41,9 @@ def make_broker(host: str = "127.0.0.1", port: int = 0, *, data_dir: Optional[st
     ``data_dir`` is accepted and ignored; the protocol has no credentials (``api_keys``
     ignored). ``profile``: ``document`` (default) or ``sharpmessaging``; other options are
     :class:`ConnectionLimits` fields."""
-    check_options("micromessage2", options, ConnectionLimits)
+    # The settings taken by name above are known too: a misspelt one is matched to them.
+    check_options("micromessage2", options, ConnectionLimits,
+                  ("profile", "ack_delay", "max_queue_length", "max_pending"))
     config = SessionConfig.for_profile(profile or "document", ack_delay=ack_delay,
                                        max_pending=max_pending)
     return MM2Broker(config, host, port, max_queue_length=max_queue_length,
