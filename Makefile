@@ -99,10 +99,10 @@ fuzz-smoke: install
 	$(VENV)/bin/wirecheck fuzz --all --time 60
 
 # A campaign of FUZZ_TIME (default 10 minutes) over every target, both cores; the working
-# corpora grow in fuzz/work/ between runs; summary in reports/fuzz/.
+# corpora grow in reports/fuzz/work/ between runs; summary and findings in reports/fuzz/.
 FUZZ_TIME ?= 10m
 fuzz: install
-	$(VENV)/bin/wirecheck fuzz --all --time $(FUZZ_TIME) --workdir fuzz/work
+	$(VENV)/bin/wirecheck fuzz --all --time $(FUZZ_TIME) --workdir reports/fuzz/work
 
 clean:
 	rm -rf $(VENV) reports/*.xml reports/*.json .pytest_cache .hypothesis

@@ -22,7 +22,7 @@ import statistics
 import time
 from typing import Callable
 
-from reference_impl.blipmq import codec
+from wirecheck.reference_impl.blipmq import codec
 
 MB = 1_000_000
 TOPIC = "bench/topic"
@@ -159,7 +159,7 @@ def bench_linear(sz: dict) -> list[dict]:
 
 
 def bench_scapy(sz: dict, codec_fps: dict[str, float]) -> list[dict]:
-    from reference_impl.blipmq.scapy_layer import BlipMQ
+    from wirecheck.reference_impl.blipmq.scapy_layer import BlipMQ
 
     out = []
     for kind, count in (("ping", sz["scapy"]), ("publish32", sz["scapy"]),

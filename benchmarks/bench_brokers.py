@@ -17,10 +17,10 @@ Figures (no peer: no real server of these protocols is installed here):
 
 Flow control. None of these brokers slows a publisher down when a subscriber falls behind; each
 bounds the backlog instead and then loses messages or the subscriber: BlipMQ evicts the oldest
-pending message past ``max_queue`` (1,024, ``reference_impl/blipmq/state.py``), VibeMQ's queues
+pending message past ``max_queue`` (1,024, ``wirecheck/reference_impl/blipmq/state.py``), VibeMQ's queues
 drop the oldest past 10,000 (``maxQueueSize`` and DropOldest, the real server's defaults,
-``reference_impl/vibemq/state.py``), Micromessage2 disconnects a subscriber with more than
-10,000 messages waiting for its acks (``reference_impl/micromessage2/session.py``). So the
+``wirecheck/reference_impl/vibemq/state.py``), Micromessage2 disconnects a subscriber with more than
+10,000 messages waiting for its acks (``wirecheck/reference_impl/micromessage2/session.py``). So the
 publisher publishes in batches of :data:`BATCH` and stays at most :data:`AHEAD` messages ahead
 of what the subscriber has received. The latency figures are therefore latencies under
 saturating load with at most :data:`AHEAD` messages in flight, not those of an idle broker.
@@ -38,7 +38,7 @@ Workload per protocol (one subscriber connected and subscribed first, then one p
   (SubscribeAck), each Publish waits for its PublishAck ("PublishAck"), the batch's publishes
   concurrently; every Deliver is Acked ("Ack"). The payload is a JSON string whose encoding is
   100 bytes (the payload field is JSON, "Message Format"). ``wirecheck serve`` builds this
-  broker with the black-box suite's timing (``reference_impl/vibemq/__init__.py``): at most 100
+  broker with the black-box suite's timing (``wirecheck/reference_impl/vibemq/__init__.py``): at most 100
   messages per second per connection, Acks included (RATE_LIMITED, "Error Codes"), which would
   be the figure, and a redelivery of what is not Acked within 0.4 s ("deliveryAttempts" 2),
   which a loaded machine turns into duplicates (seen with other processes busy on both cores;
@@ -272,7 +272,7 @@ async def _close_all(*clients) -> None:
 
 
 async def bench_blipmq(addr: dict, run: Run) -> None:
-    from reference_impl.blipmq.client import BlipClient
+    from wirecheck.reference_impl.blipmq.client import BlipClient
 
     sub = pub = None
     try:
@@ -303,7 +303,7 @@ async def bench_blipmq(addr: dict, run: Run) -> None:
 
 
 async def bench_vibemq(addr: dict, run: Run) -> None:
-    from reference_impl.vibemq.client import VibeClient
+    from wirecheck.reference_impl.vibemq.client import VibeClient
 
     sub = pub = None
     try:
@@ -332,7 +332,7 @@ async def bench_vibemq(addr: dict, run: Run) -> None:
 
 
 async def bench_micromessage2(addr: dict, run: Run) -> None:
-    from reference_impl.micromessage2.client import MM2Client
+    from wirecheck.reference_impl.micromessage2.client import MM2Client
 
     extensions = ["pubsub", f"batch-ack:max-count={MM2_WINDOW}"]
     sub = pub = None
@@ -381,8 +381,8 @@ async def bench_micromessage2(addr: dict, run: Run) -> None:
 
 async def bench_signalr(addr: dict, run: Run, transport: str = "websocket") -> None:
     """``transport``: ``websocket`` (negotiate, then a WebSocket) or ``tcp`` (raw port)."""
-    from reference_impl.signalr.client import HubClient
-    from reference_impl.signalr.constants import MESSAGEPACK
+    from wirecheck.reference_impl.signalr.client import HubClient
+    from wirecheck.reference_impl.signalr.constants import MESSAGEPACK
 
     raw = f"tcp://{addr['host']}:{addr['raw_port']}"
     address = addr["url"] if transport == "websocket" else raw
@@ -426,7 +426,7 @@ class BrokerProcess:
 
     def __init__(self, protocol: str) -> None:
         self.protocol = protocol
-        self.argv = [sys.executable, "-m", "conformance.cli", "serve", "--protocol", protocol,
+        self.argv = [sys.executable, "-m", "wirecheck", "serve", "--protocol", protocol,
                      "--port", "0"]
         for key, value in SERVE_OPTIONS.get(protocol, {}).items():
             self.argv += ["--option", f"{key}={json.dumps(value)}"]

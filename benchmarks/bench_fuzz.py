@@ -1,6 +1,6 @@
-"""Fuzzing speed: every atheris target of fuzz/targets.py under libFuzzer for a few seconds.
+"""Fuzzing speed: every atheris target of wirecheck/fuzz/targets.py under libFuzzer for a few seconds.
 
-Each target runs as ``python -m fuzz.run_smoke`` runs it (fuzz.run_smoke.command: a *copy* of
+Each target runs as ``python -m wirecheck.fuzz.run_smoke`` runs it (fuzz.run_smoke.command: a *copy* of
 its seed corpus, its dictionary, crash inputs to a temporary directory) for ``SECONDS`` seconds
 (``--quick``: ``QUICK_TARGETS`` only, ``QUICK_SECONDS`` each). libFuzzer's stderr is read as it
 comes and every line timed, which gives per target:
@@ -34,8 +34,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from fuzz.inprocess import FUZZ, ROOT, STAT, STATUS, command
-from fuzz.targets import TARGETS, FuzzTarget
+from wirecheck.fuzz.inprocess import FUZZ, STAT, STATUS, command
+from wirecheck.fuzz.targets import TARGETS, FuzzTarget
 
 from benchmarks.bench_blipmq_decode import result
 
@@ -43,6 +43,8 @@ GOAL_EXECS = 10_000.0
 #: Goals by target kind ("nested" and "session" targets do more per input: figures only).
 GOALS = {"decoder": GOAL_EXECS}
 SECONDS = 5
+#: The checkout: the targets run from it, as `make bench` does.
+REPO = Path(__file__).resolve().parents[1]
 QUICK_SECONDS = 3
 QUICK_TARGETS = ("blipmq_decoder", "mm2_decoder")
 
@@ -69,7 +71,7 @@ def fuzz_once(target: FuzzTarget, seconds: int) -> dict:
         shutil.copytree(FUZZ / "corpora" / target.corpus, corpus)
         artifacts.mkdir()
         cmd = command(target, corpus, artifacts, runs=None, seconds=seconds)
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True, bufsize=1)
         inited = last = None
         stats, tail = {}, []

@@ -1,7 +1,7 @@
 """Capture analysis speed and memory: ``wirecheck analyze`` on ``local[1]`` and ``local[2]``
 over one generated capture set, tshark reading the same files, and memory as the input grows.
 
-The set is made by pipeline/synthetic.py from the repository's recorded conversations (every
+The set is made by wirecheck/pipeline/synthetic.py from the repository's recorded conversations (every
 protocol, mixed), ``--mb`` megabytes of pcap files (default 500, as issue 10 asks; ``--quick``
 a few MB). Each analysis runs as its own ``wirecheck analyze`` process (Spark's JVM and its
 Python workers included), and the whole process tree's resident memory is sampled meanwhile.
@@ -46,7 +46,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_blipmq_decode import result  # noqa: E402
-from pipeline.synthetic import write_set  # noqa: E402
+from wirecheck.pipeline.synthetic import write_set  # noqa: E402
 
 MB = 1e6
 DEFAULT_MB = 500.0
@@ -123,7 +123,7 @@ class TreeMemory:
 
 def analyze_once(paths_dir: str, master: str, out: str, conf: dict | None = None) -> dict:
     """One ``wirecheck analyze`` process; its summary plus the tree's peak memory."""
-    cmd = [sys.executable, "-m", "conformance.cli", "analyze", paths_dir, "--out", out,
+    cmd = [sys.executable, "-m", "wirecheck", "analyze", paths_dir, "--out", out,
            "--master", master, "--json"]
     for key, value in (conf or {}).items():
         cmd += ["--conf", f"{key}={value}"]

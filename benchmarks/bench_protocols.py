@@ -13,7 +13,7 @@ inputs and read lists built before timing, every run's frame count checked). Per
   "Decoding" promises, O(N) whatever the cutting, is the next figure's).
 - ``<p>.linear.whole|1byte.4x``: the same feeding on 1x and 4x the input; the median of the
   per-round time ratios, goal <= 4.5.
-- ``<p>.scapy.dissect.<kind>``: the kit's scapy layer (``reference_impl/<p>/scapy_layer.py``)
+- ``<p>.scapy.dissect.<kind>``: the kit's scapy layer (``wirecheck/reference_impl/<p>/scapy_layer.py``)
   dissecting each frame of a kind alone, frames/s, with the codec's frames/s (whole feed of the
   same frames) as ``peer`` and the codec's speed-up as ``ratio`` (goal >= 50x, as for BlipMQ).
   RabbitMQ Stream's are in bench_rmqs_decode.py. Like with like as far as the layers go: the
@@ -30,10 +30,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from reference_impl.micromessage2 import codec as mm2
-from reference_impl.rabbitmq_stream import codec as rmqs
-from reference_impl.signalr import codec as signalr
-from reference_impl.vibemq import codec as vibemq
+from wirecheck.reference_impl.micromessage2 import codec as mm2
+from wirecheck.reference_impl.rabbitmq_stream import codec as rmqs
+from wirecheck.reference_impl.signalr import codec as signalr
+from wirecheck.reference_impl.vibemq import codec as vibemq
 
 from benchmarks import (bench_blipmq_decode, bench_rmqs_decode, bench_signalr_decode,
                         bench_vibemq_decode)
@@ -63,12 +63,12 @@ class Protocol:
 
 
 def _mm2_scapy():
-    from reference_impl.micromessage2.scapy_layer import MM2
+    from wirecheck.reference_impl.micromessage2.scapy_layer import MM2
     return lambda piece: MM2(piece).flags
 
 
 def _vibemq_scapy():
-    from reference_impl.vibemq.scapy_layer import VibeMQ, VibeMQMessage
+    from wirecheck.reference_impl.vibemq.scapy_layer import VibeMQ, VibeMQMessage
     return lambda piece: VibeMQ(piece)[VibeMQMessage].message_id
 
 
@@ -76,7 +76,7 @@ def _signalr_scapy(body: str):
     """The record's ``body`` field (the layer SignalR picks: SignalRJSON's ``text``,
     SignalRMsgPack's ``body``)."""
     def make():
-        from reference_impl.signalr.scapy_layer import SignalR
+        from wirecheck.reference_impl.signalr.scapy_layer import SignalR
         return lambda piece: getattr(SignalR(piece), body)
     return make
 

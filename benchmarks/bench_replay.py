@@ -2,7 +2,7 @@
 300 MB and a progress bar).
 
 The capture is recorded, not built: a client sends the BlipMQ reference broker, through the
-recording relay (conformance/capture.py), 64 KiB QoS 1 publishes in pipelined batches of 16,
+recording relay (wirecheck/conformance/capture.py), 64 KiB QoS 1 publishes in pipelined batches of 16,
 each batch followed by a PING whose PONG is awaited, until the capture holds 100 MB (``--quick``: 8 MB). ``wirecheck replay``
 then runs in a child process against a fresh broker, with the progress bar on; measured: the
 child's peak resident memory (``replay.<size>.rss``, MB; ``peer`` the goal's 300 MB and
@@ -20,10 +20,10 @@ import sys
 import tempfile
 import time
 
-from conformance.capture import CaptureFile, CaptureProxy
-from reference_impl.blipmq import codec as blip
-from reference_impl.core import registry
-from reference_impl.core.server import ThreadedServer
+from wirecheck.conformance.capture import CaptureFile, CaptureProxy
+from wirecheck.reference_impl.blipmq import codec as blip
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.server import ThreadedServer
 
 from benchmarks.bench_blipmq_decode import result
 from soak.common import HighWater
@@ -80,7 +80,7 @@ def replay_child(path: str, relay_port: int) -> tuple[float, float, str]:
     about 320 MB, which then showed as the replay's peak)."""
     broker = registry.get("blipmq").make_broker("127.0.0.1", 0)
     with ThreadedServer(broker) as server, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        cmd = [sys.executable, "-m", "conformance.cli", "replay", path, "--protocol", "blipmq",
+        cmd = [sys.executable, "-m", "wirecheck", "replay", path, "--protocol", "blipmq",
                "--port", str(relay_port), "--target", f"127.0.0.1:{server.address[1]}",
                "--fast", "--progress", "--json"]
         start = time.perf_counter()

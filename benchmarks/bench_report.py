@@ -16,10 +16,10 @@ import os
 import tempfile
 import time
 
-from conformance.report_index import write
-from conformance.requirements import catalogue, catalogue_data
-from conformance.results import load_runs
-from reference_impl.core import registry
+from wirecheck.conformance.report_index import write
+from wirecheck.conformance.requirements import catalogue, catalogue_data
+from wirecheck.conformance.results import load_runs
+from wirecheck.reference_impl.core import registry
 
 from benchmarks.bench_blipmq_decode import result
 

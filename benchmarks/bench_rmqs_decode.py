@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from reference_impl.rabbitmq_stream import codec
-from reference_impl.rabbitmq_stream.chunk import SimpleEntry, build_chunk
+from wirecheck.reference_impl.rabbitmq_stream import codec
+from wirecheck.reference_impl.rabbitmq_stream.chunk import SimpleEntry, build_chunk
 
 from benchmarks.bench_blipmq_decode import MB, best_time, best_times, result
 
@@ -142,7 +142,7 @@ def bench_codec_vs_rstream(sz: dict) -> tuple[list[dict], dict[str, float]]:
 
 
 def bench_scapy(sz: dict, codec_fps: dict[str, float]) -> list[dict]:
-    from reference_impl.rabbitmq_stream.scapy_layer import RabbitMQStream
+    from wirecheck.reference_impl.rabbitmq_stream.scapy_layer import RabbitMQStream
 
     out = []
     for kind, count in sz["scapy"].items():

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from reference_impl.signalr import codec
-from reference_impl.signalr.messages import Completion, Invocation
+from wirecheck.reference_impl.signalr import codec
+from wirecheck.reference_impl.signalr.messages import Completion, Invocation
 
 from benchmarks.bench_blipmq_decode import MB, best_times, result
 

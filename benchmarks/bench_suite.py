@@ -41,7 +41,7 @@ def run_suite(protocol: str, mode: str) -> dict:
     """One ``wirecheck check`` run; its test count, session seconds and wall seconds."""
     with tempfile.TemporaryDirectory(prefix="wirecheck-bench-suite-") as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "conformance.cli", "check", "--protocol", protocol,
+        cmd = [sys.executable, "-m", "wirecheck", "check", "--protocol", protocol,
                "--report", str(report), *MODES[mode], "--", "-q", "-p", "no:cacheprovider"]
         start = time.perf_counter()
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from reference_impl.vibemq import codec
-from reference_impl.vibemq.codec import Message
-from reference_impl.vibemq.constants import CommandType, Compression
+from wirecheck.reference_impl.vibemq import codec
+from wirecheck.reference_impl.vibemq.codec import Message
+from wirecheck.reference_impl.vibemq.constants import CommandType, Compression
 
 from benchmarks.bench_blipmq_decode import MB, best_time, result
 

@@ -78,15 +78,15 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:          # runnable as a script from the repository root
     sys.path.insert(0, str(ROOT))
 
-from reference_impl.blipmq import wal  # noqa: E402
-from reference_impl.blipmq.broker import WAL_NAME  # noqa: E402
-from reference_impl.blipmq.client import BlipClient, NackError  # noqa: E402
-from reference_impl.core.client import ConnectionClosed  # noqa: E402
-from reference_impl.rabbitmq_stream import chunk as osiris  # noqa: E402
-from reference_impl.rabbitmq_stream.client import StreamClient  # noqa: E402
-from reference_impl.rabbitmq_stream.codec import PublishedMessage  # noqa: E402
-from reference_impl.rabbitmq_stream.constants import ChunkType, Code, Compression  # noqa: E402
-from reference_impl.rabbitmq_stream.store import STREAMS_DIR, stream_dirname  # noqa: E402
+from wirecheck.reference_impl.blipmq import wal  # noqa: E402
+from wirecheck.reference_impl.blipmq.broker import WAL_NAME  # noqa: E402
+from wirecheck.reference_impl.blipmq.client import BlipClient, NackError  # noqa: E402
+from wirecheck.reference_impl.core.client import ConnectionClosed  # noqa: E402
+from wirecheck.reference_impl.rabbitmq_stream import chunk as osiris  # noqa: E402
+from wirecheck.reference_impl.rabbitmq_stream.client import StreamClient  # noqa: E402
+from wirecheck.reference_impl.rabbitmq_stream.codec import PublishedMessage  # noqa: E402
+from wirecheck.reference_impl.rabbitmq_stream.constants import ChunkType, Code, Compression  # noqa: E402
+from wirecheck.reference_impl.rabbitmq_stream.store import STREAMS_DIR, stream_dirname  # noqa: E402
 from soak.common import write_result  # noqa: E402
 from tests.blipmq_proc import BrokerProcess  # noqa: E402
 
@@ -169,7 +169,7 @@ class Broker(BrokerProcess):
     refusal to start is an outcome here, not an error)."""
 
     def start(self, timeout: float = 30.0) -> "Broker":
-        cmd = [sys.executable, "-m", "conformance.cli", "serve", "--protocol", self.protocol,
+        cmd = [sys.executable, "-m", "wirecheck", "serve", "--protocol", self.protocol,
                "--port", "0", *self.args]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)

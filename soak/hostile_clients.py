@@ -33,7 +33,7 @@ import time
 import zlib
 from dataclasses import asdict, dataclass
 
-from reference_impl.core.server import raise_open_file_limit
+from wirecheck.reference_impl.core.server import raise_open_file_limit
 from soak.common import HighWater, rss_mb, write_result
 from tests.blipmq_proc import BrokerProcess
 
@@ -106,7 +106,7 @@ class Target:
                 "--option", f"idle_timeout={p.idle_timeout}"]
 
     def first_bytes(self) -> bytes:
-        from reference_impl.core import registry
+        from wirecheck.reference_impl.core import registry
         return registry.get(self.protocol).liveness_probe()
 
     async def establish(self, reader, writer) -> bool:
@@ -133,7 +133,7 @@ class Blip(Target):
     protocol = "blipmq"
 
     async def establish(self, reader, writer) -> bool:
-        from reference_impl.blipmq import codec
+        from wirecheck.reference_impl.blipmq import codec
         writer.write(codec.encode(codec.Hello(1)) + codec.encode(codec.Auth(2, "dev-key")))
         frames = await _read_frames(reader, codec.Decoder(), 2)
         return all(isinstance(f, codec.Ack) for f in frames)
@@ -142,7 +142,7 @@ class Blip(Target):
         writer.write(FOUR_GIB.to_bytes(4, "big") + b"\x03" + bytes(8) + b"\x00" * 64)
 
     async def pre_auth(self, port: int) -> tuple[bool, str]:
-        from reference_impl.blipmq import codec
+        from wirecheck.reference_impl.blipmq import codec
         reader, writer = await asyncio.wait_for(asyncio.open_connection(HOST, port), IO_TIMEOUT)
         try:
             writer.write(codec.encode(codec.Hello(1)) + codec.encode(codec.Subscribe(2, "t", 0))
@@ -157,7 +157,7 @@ class Blip(Target):
         return got == want, f"NACKs {got}"
 
     async def round_trip(self, port: int, n: int) -> None:
-        from reference_impl.blipmq.client import BlipClient
+        from wirecheck.reference_impl.blipmq.client import BlipClient
         client = await BlipClient.connect(HOST, port, timeout=IO_TIMEOUT)
         try:
             sub = await client.subscribe(f"rt{n}", qos=1)
@@ -173,8 +173,8 @@ class Vibe(Target):
     protocol = "vibemq"
 
     async def establish(self, reader, writer) -> bool:
-        from reference_impl.vibemq import codec
-        from reference_impl.vibemq.constants import CommandType
+        from wirecheck.reference_impl.vibemq import codec
+        from wirecheck.reference_impl.vibemq.constants import CommandType
         writer.write(codec.encode(codec.Message(CommandType.CONNECT, "c", headers={"authPassword": "vibemq"})))
         frames = await _read_frames(reader, codec.Decoder(), 1)
         return frames[0].type == CommandType.CONNECT_ACK
@@ -183,8 +183,8 @@ class Vibe(Target):
         writer.write(FOUR_GIB.to_bytes(4, "big") + b"\x00" + b"\x01" * 64)
 
     async def pre_auth(self, port: int) -> tuple[bool, str]:
-        from reference_impl.vibemq import codec
-        from reference_impl.vibemq.constants import CommandType as T
+        from wirecheck.reference_impl.vibemq import codec
+        from wirecheck.reference_impl.vibemq.constants import CommandType as T
         reader, writer = await asyncio.wait_for(asyncio.open_connection(HOST, port), IO_TIMEOUT)
         try:
             writer.write(b"".join(codec.encode(m) for m in (
@@ -199,7 +199,7 @@ class Vibe(Target):
         return codes == want and all(f.type == T.ERROR for f in frames), f"errors {codes}"
 
     async def round_trip(self, port: int, n: int) -> None:
-        from reference_impl.vibemq.client import VibeClient
+        from wirecheck.reference_impl.vibemq.client import VibeClient
         client = await VibeClient.connect(HOST, port, timeout=IO_TIMEOUT)
         try:
             await client.subscribe(f"rt{n}")
@@ -216,8 +216,8 @@ class MM2(Target):
     has_auth = False
 
     async def establish(self, reader, writer) -> bool:
-        from reference_impl.micromessage2 import codec
-        from reference_impl.micromessage2.client import final_handshake
+        from wirecheck.reference_impl.micromessage2 import codec
+        from wirecheck.reference_impl.micromessage2.client import final_handshake
         offer = codec.Handshake("hostile")
         writer.write(codec.encode(offer))
         reply = (await _read_frames(reader, codec.make_decoder(origin="server"), 1))[0]
@@ -227,7 +227,7 @@ class MM2(Target):
         return True
 
     async def huge(self, reader, writer) -> None:
-        from reference_impl.micromessage2 import codec
+        from wirecheck.reference_impl.micromessage2 import codec
         if not await self.establish(reader, writer):
             raise ConnectionError("handshake refused")
         # A SEND with LARGE_PAYLOAD: its 4-byte payload length, the last field of the head,
@@ -238,8 +238,8 @@ class MM2(Target):
         writer.write(head[:-4] + FOUR_GIB.to_bytes(4, "big") + b"z" * 64)
 
     def huge_answer_ok(self, data: bytes) -> bool:
-        from reference_impl.core.errors import FrameError
-        from reference_impl.micromessage2 import codec
+        from wirecheck.reference_impl.core.errors import FrameError
+        from wirecheck.reference_impl.micromessage2 import codec
         try:
             frames = codec.make_decoder().feed(data)
         except FrameError:
@@ -251,8 +251,8 @@ class MM2(Target):
         # of a handshake, so it is never served: the handshake timeout ends the connection,
         # with no answer. An offer requiring an extension the server lacks gets an ERROR
         # frame and a disconnect ("Handshake").
-        from reference_impl.micromessage2 import codec
-        from reference_impl.micromessage2.syntax import Extension
+        from wirecheck.reference_impl.micromessage2 import codec
+        from wirecheck.reference_impl.micromessage2.syntax import Extension
         results = []
         for first in (codec.encode(codec.Command("subscribe", (("destination", "q"),))),
                       codec.encode(codec.Handshake("x", required=(Extension("no-such-extension"),)))):
@@ -268,7 +268,7 @@ class MM2(Target):
                     f"extension: closed={refused_closed} answer={refused[:60]!r}")
 
     async def round_trip(self, port: int, n: int) -> None:
-        from reference_impl.micromessage2.client import MM2Client
+        from wirecheck.reference_impl.micromessage2.client import MM2Client
         client = await MM2Client.connect(HOST, port, required=("pubsub",), timeout=IO_TIMEOUT)
         try:
             await client.subscribe(f"topic/rt{n}")
@@ -294,7 +294,7 @@ class Stream(Target):
     async def pre_auth(self, port: int) -> tuple[bool, str]:
         # Before Open, any command but the handshake's ends the connection without a word
         # (session.py; RabbitMQ 3.10 does the same). A wrong password gets code 8, then the end.
-        from reference_impl.rabbitmq_stream import codec
+        from wirecheck.reference_impl.rabbitmq_stream import codec
         details, ok = [], True
         for frame in (codec.Create(1, "s"), codec.Open(1, "/")):
             reader, writer = await asyncio.wait_for(asyncio.open_connection(HOST, port), IO_TIMEOUT)
@@ -306,7 +306,7 @@ class Stream(Target):
             answers = codec.Decoder(origin="server").feed(data)
             ok &= closed and [type(a).__name__ for a in answers] == ["PeerPropertiesResponse"]
             details.append(f"{type(frame).__name__}: closed={closed} answers={[type(a).__name__ for a in answers]}")
-        from reference_impl.rabbitmq_stream.client import StreamClient
+        from wirecheck.reference_impl.rabbitmq_stream.client import StreamClient
         try:
             client = await StreamClient.connect(HOST, port, password="wrong", timeout=IO_TIMEOUT)
             await client.close()
@@ -319,7 +319,7 @@ class Stream(Target):
         return ok, "; ".join(details)
 
     async def round_trip(self, port: int, n: int) -> None:
-        from reference_impl.rabbitmq_stream.client import StreamClient
+        from wirecheck.reference_impl.rabbitmq_stream.client import StreamClient
         client = await StreamClient.connect(HOST, port, timeout=IO_TIMEOUT)
         try:
             stream = f"rt{n}-{time.monotonic_ns()}"
@@ -367,8 +367,8 @@ class Hub(Target):
         writer.write(b'{"protocol":"messagepack","version":1}\x1e' + b"\xff\xff\xff\xff\x0f" + b"\x00" * 64)
 
     def huge_answer_ok(self, data: bytes) -> bool:
-        from reference_impl.signalr import codec
-        from reference_impl.signalr.messages import Close
+        from wirecheck.reference_impl.signalr import codec
+        from wirecheck.reference_impl.signalr.messages import Close
         if not data.startswith(b"{}\x1e"):
             return False
         messages = codec.make_decoder(origin="server", protocol="messagepack",
@@ -387,7 +387,7 @@ class Hub(Target):
         return ok, f"closed={closed} answer={data[:120]!r}"
 
     async def round_trip(self, port: int, n: int) -> None:
-        from reference_impl.signalr.client import HubClient
+        from wirecheck.reference_impl.signalr.client import HubClient
         client = await HubClient.connect(f"http://{HOST}:{port}/hub", timeout=IO_TIMEOUT)
         try:
             got = await client.invoke("Echo", f"hello{n}", timeout=IO_TIMEOUT)
@@ -533,8 +533,8 @@ def _brotli_bomb(inflated: int) -> bytes:
 
 async def vibemq_bombs(port: int, pid: int) -> dict:
     """gzip and brotli bodies inflating to 100 MiB, past the 64 MiB default limit."""
-    from reference_impl.vibemq import codec
-    from reference_impl.vibemq.constants import DEFAULT_MAX_DECOMPRESSED, CommandType as T
+    from wirecheck.reference_impl.vibemq import codec
+    from wirecheck.reference_impl.vibemq.constants import DEFAULT_MAX_DECOMPRESSED, CommandType as T
     out = {}
     for name, flag, bomb in (("gzip", 1, _gzip_bomb(100 << 20)), ("brotli", 2, _brotli_bomb(100 << 20))):
         reader, writer = await asyncio.wait_for(asyncio.open_connection(HOST, port), IO_TIMEOUT)
@@ -573,7 +573,7 @@ async def connection_limit(target: Target, p: Params) -> dict:
         writer.close()
         extra_ok = closed
         if target.protocol == "vibemq":
-            from reference_impl.vibemq import codec
+            from wirecheck.reference_impl.vibemq import codec
             extra_ok &= [m.error_code for m in codec.decode_all(data)] == ["CONNECTION_LIMIT"]
         else:
             extra_ok &= data == b""

@@ -4,7 +4,7 @@ hostile server of tests/hostile_targets.py, run ``wirecheck check --protocol P -
 
 - it ends within ``cases x T + 60 s``, plus five times the profile's longest protocol timer
   (the wait of a timer test; 0-20 s with the profiles used here). It is killed at twice that,
-  and then fails the goal. The kit enforces it itself: conformance/plugin.py's run allowance;
+  and then fails the goal. The kit enforces it itself: wirecheck/conformance/plugin.py's run allowance;
 - every collected case has a verdict in the result file, and every FAIL/TIMEOUT a reason;
 - the child's peak memory (VmHWM) stays under :data:`MEMORY_BOUND_MB`;
 - its exit code is non-zero (a hostile target is never conformant).
@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
-from conformance import verdicts
+from wirecheck.conformance import verdicts
 from soak.common import HighWater, write_result
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -75,7 +75,7 @@ def _raise_nofile() -> None:
 
 
 def _check_argv(protocol: str, target: str, timeout: float, report: str, extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "conformance.cli", "check", "--protocol", protocol, "--target", target,
+    return [sys.executable, "-m", "wirecheck", "check", "--protocol", protocol, "--target", target,
             "--timeout", str(timeout), "--report", report, "--", "-p", "no:randomly", *extra]
 
 
@@ -91,16 +91,16 @@ def _profile_args(protocol: str, workdir: str) -> list[str]:
 
 def profile_timer(protocol: str, workdir: str) -> float:
     """The longest timer of the profile the run uses (what the kit's run allowance adds)."""
-    from conformance.plugin import longest_timer
-    from conformance.profiles import load_profile
-    from reference_impl.core import registry
+    from wirecheck.conformance.plugin import longest_timer
+    from wirecheck.conformance.profiles import load_profile
+    from wirecheck.reference_impl.core import registry
     args = _profile_args(protocol, workdir)
     return longest_timer(load_profile(registry.get(protocol), args[1] if args else None))
 
 
 def collect(protocol: str, extra: list[str], workdir: str) -> list[str]:
     """The node ids the suite runs with these pytest arguments (what must each get a verdict)."""
-    argv = [sys.executable, "-m", "conformance.cli", "check", "--protocol", protocol,
+    argv = [sys.executable, "-m", "wirecheck", "check", "--protocol", protocol,
             *_profile_args(protocol, workdir), "--", "--collect-only", "-p", "no:randomly", *extra]
     out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300).stdout
     # One node id per line (the kit runs pytest with -q). A parametrized id may hold spaces
@@ -112,7 +112,7 @@ _NODEID = re.compile(r"\S+\.py::\S")
 
 
 def _nodeid(text: str) -> str:
-    # The result file names tests relative to conformance/suites (the kit's rootdir).
+    # The result file names tests relative to wirecheck/conformance/suites (the kit's rootdir).
     return text.split("conformance/suites/", 1)[-1]
 
 

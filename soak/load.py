@@ -78,7 +78,7 @@ if str(ROOT) not in sys.path:          # runnable as a script from the repositor
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_brokers import SERVE_OPTIONS as BENCH_SERVE_OPTIONS  # noqa: E402
-from reference_impl.core.server import raise_open_file_limit  # noqa: E402
+from wirecheck.reference_impl.core.server import raise_open_file_limit  # noqa: E402
 from soak.common import HighWater, write_result  # noqa: E402
 
 NAME = "load"
@@ -281,7 +281,7 @@ class BlipPeer(Peer):
         return f"load/{publisher}"
 
     async def open(self) -> None:
-        from reference_impl.blipmq.client import BlipClient
+        from wirecheck.reference_impl.blipmq.client import BlipClient
         self.client = await BlipClient.connect(self.addr["host"], self.addr["port"], timeout=self.timeout)
 
     async def consume_setup(self) -> None:
@@ -310,7 +310,7 @@ class BlipPeer(Peer):
 
 class VibePeer(Peer):
     async def open(self) -> None:
-        from reference_impl.vibemq.client import VibeClient
+        from wirecheck.reference_impl.vibemq.client import VibeClient
         self.client = await VibeClient.connect(self.addr["host"], self.addr["port"], timeout=self.timeout)
         self._tasks: set[asyncio.Task] = set()
 
@@ -363,7 +363,7 @@ class MM2Peer(Peer):
         return f"load/{publisher}"           # not "topic/...": a QUEUE (micromessage2 state.py)
 
     async def open(self) -> None:
-        from reference_impl.micromessage2.client import MM2Client
+        from wirecheck.reference_impl.micromessage2.client import MM2Client
         self.client = await MM2Client.connect(self.addr["host"], self.addr["port"],
                                               required=list(self.EXTENSIONS), timeout=self.timeout)
         self._sent = 0
@@ -401,7 +401,7 @@ class StreamPeer(Peer):
     PUBLISHER, SUBSCRIPTION, CREDIT = 1, 1, 10
 
     async def open(self) -> None:
-        from reference_impl.rabbitmq_stream.client import StreamClient
+        from wirecheck.reference_impl.rabbitmq_stream.client import StreamClient
         # auto_credit: one Credit per Deliver, as a consumer that keeps CREDIT chunks coming.
         self.client = await StreamClient.connect(self.addr["host"], self.addr["port"],
                                                  timeout=self.timeout, auto_credit=True)
@@ -413,13 +413,13 @@ class StreamPeer(Peer):
                     await self.client.declare_publisher(self.PUBLISHER, stream, reference=stream))
 
     async def consume_setup(self) -> None:
-        from reference_impl.rabbitmq_stream.constants import OffsetType
+        from wirecheck.reference_impl.rabbitmq_stream.constants import OffsetType
         self._check("Subscribe", await self.client.subscribe(
             self.SUBSCRIPTION, self.dest(self.source), OffsetType.FIRST, credit=self.CREDIT))
 
     def _check(self, what: str, response) -> None:
-        from reference_impl.rabbitmq_stream import codec
-        from reference_impl.rabbitmq_stream.constants import Code
+        from wirecheck.reference_impl.rabbitmq_stream import codec
+        from wirecheck.reference_impl.rabbitmq_stream.constants import Code
         if response.code != Code.OK:
             raise ConnectionError(f"{what} refused: {codec.code_name(response.code)}")
 
@@ -432,7 +432,7 @@ class StreamPeer(Peer):
         return frame.chunk.messages()
 
     async def settle(self) -> None:
-        from reference_impl.rabbitmq_stream.constants import Code
+        from wirecheck.reference_impl.rabbitmq_stream.constants import Code
         ids = range(1, self.ledger.published[self.index] + 1)
         codes = await self.client.wait_confirms(self.PUBLISHER, ids)
         bad = {pid: code for pid, code in codes.items() if code != Code.OK}
@@ -446,8 +446,8 @@ class HubPeer(Peer):
     METHOD = "Deliver"
 
     async def open(self) -> None:
-        from reference_impl.signalr.client import HubClient
-        from reference_impl.signalr.constants import MESSAGEPACK
+        from wirecheck.reference_impl.signalr.client import HubClient
+        from wirecheck.reference_impl.signalr.constants import MESSAGEPACK
         self.client = await HubClient.connect(self.addr["url"], MESSAGEPACK, timeout=self.timeout)
         self.client.on(self.METHOD, self._deliver)
         self._tasks: set[asyncio.Task] = set()
@@ -606,7 +606,7 @@ def run_protocol(protocol: str, connections: int, messages: int, *, quick: bool 
     try:
         addr = {"host": "127.0.0.1", "port": broker.port}
         if protocol == "signalr":
-            from reference_impl.signalr.broker import DEFAULT_HUB_PATH
+            from wirecheck.reference_impl.signalr.broker import DEFAULT_HUB_PATH
             addr["url"] = f"http://127.0.0.1:{broker.port}{DEFAULT_HUB_PATH}"
 
         async def main() -> bool:

@@ -23,7 +23,7 @@ class BrokerProcess:
         thread from the start (a readline here could block past the deadline if the child
         printed nothing), and kept: a broker that exits or never listens is reported with
         what it printed."""
-        cmd = [sys.executable, "-m", "conformance.cli", "serve", "--protocol", self.protocol,
+        cmd = [sys.executable, "-m", "wirecheck", "serve", "--protocol", self.protocol,
                "--port", "0", *self.args]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True)

@@ -8,7 +8,7 @@ import pytest
 def spark():
     """One embedded Spark (local[2]) for the whole test session (each xdist worker starts its
     own): starting a JVM takes seconds, so the pipeline's tests share it."""
-    from pipeline.spark_job import session
+    from wirecheck.pipeline.spark_job import session
     s = session("local[2]", app="wirecheck-tests", conf={"spark.sql.shuffle.partitions": "4",
                                                         "spark.default.parallelism": "2"})
     yield s

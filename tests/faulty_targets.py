@@ -4,10 +4,10 @@ from __future__ import annotations
 import socket
 import threading
 
-from reference_impl.blipmq import codec
-from reference_impl.blipmq.broker import make_broker
-from reference_impl.blipmq.codec import FrameType, Nack, Pong
-from reference_impl.blipmq.session import BlipSession
+from wirecheck.reference_impl.blipmq import codec
+from wirecheck.reference_impl.blipmq.broker import make_broker
+from wirecheck.reference_impl.blipmq.codec import FrameType, Nack, Pong
+from wirecheck.reference_impl.blipmq.session import BlipSession
 
 
 class WrongNackCode(BlipSession):

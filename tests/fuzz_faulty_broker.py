@@ -18,8 +18,8 @@ import os
 import struct
 import sys
 
-from reference_impl.blipmq.codec import FrameType
-from reference_impl.blipmq.session import BlipSession
+from wirecheck.reference_impl.blipmq.codec import FrameType
+from wirecheck.reference_impl.blipmq.session import BlipSession
 from tests.faulty_targets import broker_with
 
 PING = int(FrameType.PING)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from reference_impl.core.errors import FrameError
+from wirecheck.reference_impl.core.errors import FrameError
 
 
 def decode_three_ways(make_decoder, data: bytes, seed: int = 0):

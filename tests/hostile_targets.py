@@ -32,8 +32,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from conformance.websocket import encode_server_frame, frame_header, unmask
-from reference_impl.core import registry
+from wirecheck.conformance.websocket import encode_server_frame, frame_header, unmask
+from wirecheck.reference_impl.core import registry
 
 KINDS = ("black-hole", "trickle", "rst-on-connect", "rst-mid-frame", "garbage", "huge-length",
          "endless", "never-close")
@@ -71,26 +71,26 @@ def _u32_prefix(_encoding: str) -> bytes:
 
 
 def _blipmq() -> Play:
-    from reference_impl.blipmq.codec import Pong, encode
+    from wirecheck.reference_impl.blipmq.codec import Pong, encode
     pong = encode(Pong(7))
     return Play("blipmq", _nothing, lambda _e: pong, _u32_prefix)
 
 
 def _vibemq() -> Play:
-    from reference_impl.vibemq.codec import Message, encode
-    from reference_impl.vibemq.constants import CommandType
+    from wirecheck.reference_impl.vibemq.codec import Message, encode
+    from wirecheck.reference_impl.vibemq.constants import CommandType
     pong = encode(Message(CommandType.PONG, "hostile"))
     return Play("vibemq", _nothing, lambda _e: pong, _u32_prefix)
 
 
 def _rabbitmq_stream() -> Play:
-    from reference_impl.rabbitmq_stream.codec import Heartbeat, encode
+    from wirecheck.reference_impl.rabbitmq_stream.codec import Heartbeat, encode
     heartbeat = encode(Heartbeat())
     return Play("rabbitmq-stream", _nothing, lambda _e: heartbeat, _u32_prefix)
 
 
 def _micromessage2() -> Play:
-    from reference_impl.micromessage2.codec import Handshake, Message, encode, encode_handshake
+    from wirecheck.reference_impl.micromessage2.codec import Handshake, Message, encode, encode_handshake
     handshake = encode_handshake(Handshake("hostile"))
     message = encode(Message(1, "hostile", b"x"))
     # In the handshake's place, an ERROR frame with LARGE_PAYLOAD: a u32 length (codec.py).
@@ -99,9 +99,9 @@ def _micromessage2() -> Play:
 
 
 def _signalr() -> Play:
-    from reference_impl.signalr.codec import encode
-    from reference_impl.signalr.framing import encode_varint
-    from reference_impl.signalr.messages import Ping
+    from wirecheck.reference_impl.signalr.codec import encode
+    from wirecheck.reference_impl.signalr.framing import encode_varint
+    from wirecheck.reference_impl.signalr.messages import Ping
     pings = {"json": encode(Ping(), "json"), "messagepack": encode(Ping(), "messagepack")}
 
     def greeting(first: bytes) -> tuple[bytes, str]:
@@ -379,7 +379,7 @@ class NeverClose(HostileServer):
     kind = "never-close"
 
     def __init__(self, protocol: str, transport: str = "tcp", **kwargs) -> None:
-        from reference_impl.core.server import ThreadedServer
+        from wirecheck.reference_impl.core.server import ThreadedServer
         spec = registry.get(protocol)
         self.broker = ThreadedServer(spec.make_broker("127.0.0.1", 0, **spec.embedded_timing)).start()
         server = self.broker.server

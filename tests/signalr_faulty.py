@@ -1,11 +1,11 @@
 """SignalR hubs that break one rule each, to prove the suite notices (served over raw TCP)."""
 from __future__ import annotations
 
-from reference_impl.core.server import SessionServer
-from reference_impl.signalr.hub import HubState
-from reference_impl.signalr.messages import (CancelInvocation, Completion, HandshakeRequest, Invocation,
+from wirecheck.reference_impl.core.server import SessionServer
+from wirecheck.reference_impl.signalr.hub import HubState
+from wirecheck.reference_impl.signalr.messages import (CancelInvocation, Completion, HandshakeRequest, Invocation,
                                              StreamItem)
-from reference_impl.signalr.session import HubConfig, HubSession
+from wirecheck.reference_impl.signalr.session import HubConfig, HubSession
 
 
 class StreamsSingleResults(HubSession):

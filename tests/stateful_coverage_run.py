@@ -14,7 +14,7 @@ from collections import Counter
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from conformance.strategies import (blipmq_machine, micromessage2_machine, rabbitmq_stream_machine,
+from wirecheck.conformance.strategies import (blipmq_machine, micromessage2_machine, rabbitmq_stream_machine,
                                     signalr_machine, vibemq_machine)
 
 

@@ -3,8 +3,8 @@ import asyncio
 
 import pytest
 
-from reference_impl.blipmq.broker import make_broker
-from reference_impl.blipmq.client import BlipClient, NackError
+from wirecheck.reference_impl.blipmq.broker import make_broker
+from wirecheck.reference_impl.blipmq.client import BlipClient, NackError
 
 
 def run(coro):

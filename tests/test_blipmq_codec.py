@@ -3,10 +3,10 @@ import struct
 
 import pytest
 
-from reference_impl.blipmq import codec
-from reference_impl.blipmq.codec import (Ack, Auth, Decoder, FrameType, Hello, Nack, Ping, Poll,
+from wirecheck.reference_impl.blipmq import codec
+from wirecheck.reference_impl.blipmq.codec import (Ack, Auth, Decoder, FrameType, Hello, Nack, Ping, Poll,
                                          Pong, Publish, Subscribe)
-from reference_impl.core.errors import Category, FrameError
+from wirecheck.reference_impl.core.errors import Category, FrameError
 
 from .helpers import decode_three_ways
 

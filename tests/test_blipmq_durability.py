@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from reference_impl.blipmq.client import BlipClient, ConnectionClosed
+from wirecheck.reference_impl.blipmq.client import BlipClient, ConnectionClosed
 
 from .blipmq_proc import BrokerProcess
 

@@ -7,16 +7,16 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conformance.strategies import blipmq as bs
-from conformance.strategies.invariants import (assert_same,
+from wirecheck.conformance.strategies import blipmq as bs
+from wirecheck.conformance.strategies.invariants import (assert_same,
                                                assert_split_invariant, decode_chunked, decode_whole)
-from reference_impl.blipmq import codec
-from reference_impl.blipmq.codec import (HEADER_SIZE, MAX_FRAME_SIZE, Auth, FrameType, Hello, Nack,
+from wirecheck.reference_impl.blipmq import codec
+from wirecheck.reference_impl.blipmq.codec import (HEADER_SIZE, MAX_FRAME_SIZE, Auth, FrameType, Hello, Nack,
                                          Ping, Pong, RawFrame)
-from reference_impl.blipmq.session import BlipSession
-from reference_impl.blipmq.state import BrokerState
-from reference_impl.core import registry
-from reference_impl.core.errors import Category, FrameError
+from wirecheck.reference_impl.blipmq.session import BlipSession
+from wirecheck.reference_impl.blipmq.state import BrokerState
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.errors import Category, FrameError
 
 SPEC = registry.get("blipmq")
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

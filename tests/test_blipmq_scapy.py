@@ -19,9 +19,9 @@ from scapy.sessions import TCPSession  # noqa: E402
 from scapy.utils import wrpcap  # noqa: E402
 from tests.helpers import tcp_conversation  # noqa: E402
 
-from reference_impl.blipmq import codec  # noqa: E402
-from reference_impl.blipmq.codec import FrameType  # noqa: E402
-from reference_impl.blipmq.scapy_layer import (BlipAck, BlipAuth, BlipHello, BlipMQ,  # noqa: E402
+from wirecheck.reference_impl.blipmq import codec  # noqa: E402
+from wirecheck.reference_impl.blipmq.codec import FrameType  # noqa: E402
+from wirecheck.reference_impl.blipmq.scapy_layer import (BlipAck, BlipAuth, BlipHello, BlipMQ,  # noqa: E402
                                                BlipNack, BlipPoll, BlipPublish, BlipSubscribe,
                                                frames)
 

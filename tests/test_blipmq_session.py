@@ -1,11 +1,11 @@
 """The sans-IO BlipMQ session: ordering, every NACK, QoS1 redelivery with a fake clock."""
 import pytest
 
-from reference_impl.blipmq import codec
-from reference_impl.blipmq.codec import (Ack, Auth, FrameType, Hello, Nack, Ping, Poll, Pong, Publish,
+from wirecheck.reference_impl.blipmq import codec
+from wirecheck.reference_impl.blipmq.codec import (Ack, Auth, FrameType, Hello, Nack, Ping, Poll, Pong, Publish,
                                          Subscribe)
-from reference_impl.blipmq.session import BlipSession, Phase, SessionConfig
-from reference_impl.blipmq.state import BrokerState, JournalError
+from wirecheck.reference_impl.blipmq.session import BlipSession, Phase, SessionConfig
+from wirecheck.reference_impl.blipmq.state import BrokerState, JournalError
 
 
 class Peer:

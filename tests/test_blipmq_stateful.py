@@ -1,9 +1,9 @@
-"""The BlipMQ state machine (conformance/strategies/blipmq_machine.py) against the reference
+"""The BlipMQ state machine (wirecheck/conformance/strategies/blipmq_machine.py) against the reference
 session in memory: every rule's answer checked against the model, SHOULD-level rules included.
-The same machine runs over the wire in conformance/suites/blipmq/test_stateful.py."""
+The same machine runs over the wire in wirecheck/conformance/suites/blipmq/test_stateful.py."""
 from hypothesis import HealthCheck, settings
 
-from conformance.strategies.blipmq_machine import BlipMachine
+from wirecheck.conformance.strategies.blipmq_machine import BlipMachine
 
 
 class SessionMachine(BlipMachine):

@@ -5,9 +5,9 @@ import zlib
 
 import pytest
 
-from reference_impl.blipmq import wal
-from reference_impl.blipmq.state import BrokerState
-from reference_impl.blipmq.wal import FsyncPolicy, WalCorruption, WriteAheadLog
+from wirecheck.reference_impl.blipmq import wal
+from wirecheck.reference_impl.blipmq.state import BrokerState
+from wirecheck.reference_impl.blipmq.wal import FsyncPolicy, WalCorruption, WriteAheadLog
 
 
 def open_state(path, **kw):
@@ -215,7 +215,7 @@ def test_a_subscription_record_out_of_range_is_malformed(sub_id, qos):
 
 
 def test_messages_for_a_subscription_the_log_lacks_reach_no_later_subscription(tmp_path):
-    """Found by fuzz/fuzz_blipmq_wal.py (fuzz/crashers/blipmq-wal/): publishes whose target has
+    """Found by wirecheck/fuzz/fuzz_blipmq_wal.py (wirecheck/fuzz/crashers/blipmq-wal/): publishes whose target has
     no SUBSCRIBE record (a damaged log) were kept, and a new subscription given that id after
     the restart received them, on another topic."""
     path = tmp_path / "orphans.wal"
@@ -234,8 +234,8 @@ def test_a_log_at_the_end_of_its_ids_recovers_and_refuses_appends(tmp_path):
     broker then answers a QoS1 publish and a subscription with NACK 500 (nothing is lost that
     was accepted), and an ack goes through (its settlement is not journaled: at most a
     delivery again after a restart)."""
-    from reference_impl.blipmq import codec
-    from reference_impl.blipmq.session import BlipSession
+    from wirecheck.reference_impl.blipmq import codec
+    from wirecheck.reference_impl.blipmq.session import BlipSession
     path = tmp_path / "end.wal"
     _log_of(path, (1, SUB_T), (wal.MAX_ID, wal.publish_payload(1, "t", b"last", [1])))
     log, state, stats = open_state(path)

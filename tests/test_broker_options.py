@@ -1,11 +1,11 @@
-"""reference_impl/core/options.py: a broker's settings checked by name before it is built."""
+"""wirecheck/reference_impl/core/options.py: a broker's settings checked by name before it is built."""
 from dataclasses import dataclass
 
 import pytest
 
-from reference_impl.blipmq.broker import make_broker as make_blip
-from reference_impl.core.options import UnknownOption, check_options
-from reference_impl.micromessage2.broker import make_broker as make_mm2
+from wirecheck.reference_impl.blipmq.broker import make_broker as make_blip
+from wirecheck.reference_impl.core.options import UnknownOption, check_options
+from wirecheck.reference_impl.micromessage2.broker import make_broker as make_mm2
 
 
 @dataclass

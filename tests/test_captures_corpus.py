@@ -11,10 +11,10 @@ import os
 
 import pytest
 
-from conformance import replay
-from conformance.pcapdecode import decode_pcap
-from reference_impl.core import registry
-from reference_impl.core.server import ThreadedServer
+from wirecheck.conformance import replay
+from wirecheck.conformance.pcapdecode import decode_pcap
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.server import ThreadedServer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAPTURES = os.path.join(ROOT, "captures")

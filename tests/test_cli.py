@@ -11,7 +11,7 @@ import pytest
 from .blipmq_proc import BrokerProcess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WIRECHECK = [sys.executable, "-m", "conformance.cli"]
+WIRECHECK = [sys.executable, "-m", "wirecheck"]
 
 
 def wirecheck(*args, timeout=60):
@@ -105,7 +105,7 @@ def test_serve_with_api_keys_and_data_dir(tmp_path):
     try:
         import asyncio
 
-        from reference_impl.blipmq.client import BlipClient, NackError
+        from wirecheck.reference_impl.blipmq.client import BlipClient, NackError
 
         async def go():
             c = await BlipClient.connect("127.0.0.1", broker.port, api_key="k2")
@@ -132,7 +132,7 @@ def test_serve_option_sets_a_broker_setting():
     try:
         import asyncio
 
-        from reference_impl.blipmq.client import BlipClient
+        from wirecheck.reference_impl.blipmq.client import BlipClient
 
         async def go():
             c = await BlipClient.connect("127.0.0.1", broker.port)
@@ -154,7 +154,7 @@ def _redelivered_within(port: int, seconds: float) -> bool:
     import asyncio
     import time
 
-    from reference_impl.blipmq.client import BlipClient
+    from wirecheck.reference_impl.blipmq.client import BlipClient
 
     async def go():
         c = await BlipClient.connect("127.0.0.1", port)
@@ -195,7 +195,7 @@ def test_serve_refuses_a_malformed_or_unknown_option():
 
 @pytest.mark.parametrize("protocol", ["vibemq", "micromessage2", "rabbitmq-stream", "signalr"])
 def test_every_broker_names_an_unknown_option(protocol):
-    # Each broker checks the names against its configuration (reference_impl/core/options.py):
+    # Each broker checks the names against its configuration (wirecheck/reference_impl/core/options.py):
     # the same refusal whatever the broker's settings are made of.
     r = wirecheck("serve", "--protocol", protocol, "--port", "0", "--option", "max_conections=5",
                   "--option", "no_such=1", timeout=30)

@@ -1,9 +1,9 @@
-"""Client checking (conformance/clientcheck.py, ``wirecheck serve --check-clients``): the
+"""Client checking (wirecheck/conformance/clientcheck.py, ``wirecheck serve --check-clients``): the
 reference broker behind the recording relay, every client connection judged by the protocol's
 observer after the run.
 
-1. Each protocol's reference client (reference_impl/<p>/client.py) runs a short, realistic
-   session under every scenario of conformance/client_scenarios.py (none, split, coalesce,
+1. Each protocol's reference client (wirecheck/reference_impl/<p>/client.py) runs a short, realistic
+   session under every scenario of wirecheck/conformance/client_scenarios.py (none, split, coalesce,
    delay, close): no FAIL, NON-STRICT or HARNESS-ERROR, a PASS case, the operations' results,
    and how the connection ended. ``close`` comes 5 s after the server's first bytes, when the
    session is long over; ``close-cut`` cuts the session on purpose (the server's FIN 0.3 s
@@ -34,13 +34,13 @@ import time
 
 import pytest
 
-from conformance import verdicts
-from conformance.clientcheck import ClientChecker
-from conformance.requirements import catalogue
-from pipeline.local import analyze
-from reference_impl.core import registry
-from reference_impl.core.client import ConnectionClosed
-from reference_impl.core.server import ThreadedServer
+from wirecheck.conformance import verdicts
+from wirecheck.conformance.clientcheck import ClientChecker
+from wirecheck.conformance.requirements import catalogue
+from wirecheck.pipeline.local import analyze
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.client import ConnectionClosed
+from wirecheck.reference_impl.core.server import ThreadedServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -164,7 +164,7 @@ async def _surfaced(request, closed) -> str:
 
 
 async def blipmq_session(checker: ClientChecker, cut: bool = False) -> dict:
-    from reference_impl.blipmq.client import BlipClient
+    from wirecheck.reference_impl.blipmq.client import BlipClient
     client = await BlipClient.connect("127.0.0.1", checker.port, timeout=STEP)
     try:
         if cut:
@@ -180,7 +180,7 @@ async def blipmq_session(checker: ClientChecker, cut: bool = False) -> dict:
 
 
 async def vibemq_session(checker: ClientChecker, cut: bool = False) -> dict:
-    from reference_impl.vibemq.client import VibeClient
+    from wirecheck.reference_impl.vibemq.client import VibeClient
     client = await VibeClient.connect("127.0.0.1", checker.port, timeout=STEP)
     try:
         if cut:
@@ -214,7 +214,7 @@ async def _mm2_subscribe(client, topic: str) -> None:
 
 
 async def micromessage2_session(checker: ClientChecker, cut: bool = False) -> dict:
-    from reference_impl.micromessage2.client import MM2Client
+    from wirecheck.reference_impl.micromessage2.client import MM2Client
     client = await MM2Client.connect("127.0.0.1", checker.port, required=["pubsub"],
                                      optional=["batch-ack:max-count=8"], timeout=STEP)
     try:
@@ -234,8 +234,8 @@ async def micromessage2_session(checker: ClientChecker, cut: bool = False) -> di
 
 
 async def rabbitmq_stream_session(checker: ClientChecker, cut: bool = False) -> dict:
-    from reference_impl.rabbitmq_stream.client import StreamClient
-    from reference_impl.rabbitmq_stream.constants import Code
+    from wirecheck.reference_impl.rabbitmq_stream.client import StreamClient
+    from wirecheck.reference_impl.rabbitmq_stream.constants import Code
     client = await StreamClient.connect("127.0.0.1", checker.port, timeout=STEP)
     try:
         if cut:
@@ -254,7 +254,7 @@ async def rabbitmq_stream_session(checker: ClientChecker, cut: bool = False) -> 
 
 
 async def _signalr_session(checker: ClientChecker, protocol: str, cut: bool) -> dict:
-    from reference_impl.signalr.client import HubClient
+    from wirecheck.reference_impl.signalr.client import HubClient
     url = f"http://127.0.0.1:{checker.port}{checker.hub_path}"
     client = await HubClient.connect(url, protocol, timeout=STEP)
     try:
@@ -295,7 +295,7 @@ def _check_outcome(protocol: str, out: dict) -> None:
     elif protocol == "micromessage2":
         assert out == {"destination": "cc/topic", "payload": b"hello mm2", "errors": []}, out
     elif protocol == "rabbitmq-stream":
-        from reference_impl.rabbitmq_stream.constants import Code
+        from wirecheck.reference_impl.rabbitmq_stream.constants import Code
         assert out["confirms"] == {1: Code.OK, 2: Code.OK}, out
         deliver = out["deliver"]
         assert deliver.subscription_id == 7, out
@@ -555,7 +555,7 @@ def _blip_frame(frame_type: int, cid: int, payload: bytes = b"", length: int | N
 
 
 def _bad_length_doc(tmp_path) -> dict:
-    from reference_impl.blipmq import codec
+    from wirecheck.reference_impl.blipmq import codec
     hello = codec.encode(codec.Hello(1, codec.PROTOCOL_VERSION))
     return _raw_blipmq(hello + _blip_frame(codec.FrameType.PING, 2, length=3), tmp_path)
 
@@ -574,7 +574,7 @@ def test_broken_client_bad_length(tmp_path):
 
 
 def test_broken_client_publish_before_hello(tmp_path):
-    from reference_impl.blipmq import codec
+    from wirecheck.reference_impl.blipmq import codec
     doc = _raw_blipmq(codec.encode(codec.Publish(1, 0, "early", b"x")), tmp_path)
     # BLIP-CLIENT-006 is a SHOULD: NON-STRICT, and a SHOULD alone does not fail the run
     cases = [t for t in doc["tests"] if t["verdict"] != verdicts.PASS]
@@ -585,9 +585,9 @@ def test_broken_client_publish_before_hello(tmp_path):
 
 
 def test_report_renders_fail_and_transcript(tmp_path):
-    from conformance import report_index
-    from conformance.clientcheck import write_report
-    from conformance.results import Run, load
+    from wirecheck.conformance import report_index
+    from wirecheck.conformance.clientcheck import write_report
+    from wirecheck.conformance.results import Run, load
     doc = _bad_length_doc(tmp_path)
     path = tmp_path / "clients.json"
     write_report(doc, str(path))
@@ -607,7 +607,7 @@ def test_report_renders_fail_and_transcript(tmp_path):
 
 
 def test_outcomes_told_from_the_server_seat():
-    from conformance.clientcheck import Connection, mark_reconnects
+    from wirecheck.conformance.clientcheck import Connection, mark_reconnects
 
     def conn(number, opened, cut=False, **ends):
         c = Connection(number, f"127.0.0.1:{4000 + number}", opened, cut=cut)

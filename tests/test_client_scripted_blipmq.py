@@ -1,4 +1,4 @@
-"""BlipMQ's protocol-level scenarios (conformance/scripted/blipmq.py): the reference client under
+"""BlipMQ's protocol-level scenarios (wirecheck/conformance/scripted/blipmq.py): the reference client under
 each one copes (it sees what the scenario sent and goes on), and the checker finds no violation
 by either side: the scenario's answers are legal server behaviour, in their place in the order.
 """
@@ -9,11 +9,11 @@ import socket
 
 import pytest
 
-from conformance.scripted import scenarios_for
-from conformance.scripted.blipmq import pattern
-from reference_impl.blipmq import codec
-from reference_impl.blipmq.client import BlipClient, NackError
-from reference_impl.core.client import ConnectionClosed
+from wirecheck.conformance.scripted import scenarios_for
+from wirecheck.conformance.scripted.blipmq import pattern
+from wirecheck.reference_impl.blipmq import codec
+from wirecheck.reference_impl.blipmq.client import BlipClient, NackError
+from wirecheck.reference_impl.core.client import ConnectionClosed
 from tests.test_client_check import (STEP, _assert_clean, _check, _checker, _cope, _run_async,
                                      _summary)
 
@@ -212,7 +212,7 @@ def test_a_client_that_cannot_take_a_maximum_frame_is_reported(tmp_path):
 
 
 def test_the_splitter_cuts_frames_whatever_the_chunks():
-    from conformance.scripted.blipmq import BlipSplitter
+    from wirecheck.conformance.scripted.blipmq import BlipSplitter
     frames = [codec.encode(f) for f in (codec.Hello(1), codec.Ack(1), codec.Ping(2), codec.Pong(2),
                                          codec.Publish(3, 1, TOPIC, b"m" * 300), codec.Nack(4, 404, "x"))]
     stream = b"".join(frames)

@@ -1,4 +1,4 @@
-"""Micromessage2's protocol-level scenarios (conformance/scripted/micromessage2.py): the reference
+"""Micromessage2's protocol-level scenarios (wirecheck/conformance/scripted/micromessage2.py): the reference
 client under each one copes (it sees what the scenario sent and goes on, or refuses as the
 document says), and the checker finds no violation by either side: the scenario's handshakes and
 frames are legal server behaviour.
@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from conformance.scripted import scenarios_for
-from conformance.scripted.micromessage2 import REQUIRED_EXTENSION, UNKNOWN_EXTENSION, UNKNOWN_PROPERTY
-from reference_impl.micromessage2 import codec
-from reference_impl.micromessage2.client import ExtensionsNotImplemented, HandshakeRefused, MM2Client
+from wirecheck.conformance.scripted import scenarios_for
+from wirecheck.conformance.scripted.micromessage2 import REQUIRED_EXTENSION, UNKNOWN_EXTENSION, UNKNOWN_PROPERTY
+from wirecheck.reference_impl.micromessage2 import codec
+from wirecheck.reference_impl.micromessage2.client import ExtensionsNotImplemented, HandshakeRefused, MM2Client
 from tests.test_client_check import (STEP, _assert_clean, _check, _checker, _cope,
                                      _mm2_subscribe, _run_async, _summary)
 
@@ -185,7 +185,7 @@ def _ignores_the_requirement(checker) -> bytes:
 def test_a_client_that_ignores_a_required_extension_fails(tmp_path):
     """Negative control: MM2-HS-008 (the client's final handshake lacks what the server
     requires) is reported, and the scenario refused the final handshake as a server must."""
-    from conformance import verdicts
+    from wirecheck.conformance import verdicts
     checker = _checker("micromessage2", "required-extension", None, tmp_path)
     doc, answer, _ = _check(checker, _ignores_the_requirement)
     failed = [t for t in doc["tests"] if t["verdict"] == verdicts.FAIL]
@@ -203,8 +203,8 @@ def test_the_real_profile(scenario, tmp_path):
     MessagesPerAck/AckExpireTime (SPEC_NOTES); no pubsub, so the client pushes SENDs and reads
     the server's acks (in the large form under ``large-payload``). The scenarios keep to what
     that server sends."""
-    from conformance.clientcheck import ClientChecker
-    from reference_impl.core import registry
+    from wirecheck.conformance.clientcheck import ClientChecker
+    from wirecheck.reference_impl.core import registry
     spec = registry.get("micromessage2")
     checker = ClientChecker(spec, spec.make_broker("127.0.0.1", 0, profile="sharpmessaging"),
                             scenario=scenario, profile="sharpmessaging",
@@ -232,7 +232,7 @@ def test_the_real_profile(scenario, tmp_path):
 
 def test_the_splitter_cuts_handshakes_and_frames_whatever_the_chunks():
     """Whole, byte by byte: the same frames, each with what it was."""
-    from conformance.scripted.micromessage2 import FRAME, HANDSHAKE, REFUSAL, MM2Splitter
+    from wirecheck.conformance.scripted.micromessage2 import FRAME, HANDSHAKE, REFUSAL, MM2Splitter
     ext = codec.syntax.parse_extensions("pubsub;batch-ack:max-count=8")
     server = [codec.encode(codec.Handshake("srv", (), ext)),
               codec.encode(codec.ExtensionFrame(2, b"\x00\x01")),
@@ -252,5 +252,5 @@ def test_the_splitter_cuts_handshakes_and_frames_whatever_the_chunks():
 
 
 def _pieces(data: bytes) -> list[bytes]:
-    from conformance.scripted.micromessage2 import MM2Splitter
+    from wirecheck.conformance.scripted.micromessage2 import MM2Splitter
     return MM2Splitter(0).feed(data)

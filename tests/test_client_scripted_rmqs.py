@@ -1,4 +1,4 @@
-"""RabbitMQ Stream's protocol-level scenarios (conformance/scripted/rabbitmq_stream.py): the
+"""RabbitMQ Stream's protocol-level scenarios (wirecheck/conformance/scripted/rabbitmq_stream.py): the
 reference client under each one copes (it sees what the scenario sent and goes on), and the
 checker finds no violation by either side: the injected frames are legal server behaviour, and
 the client's answers are right.
@@ -9,16 +9,16 @@ import asyncio
 
 import pytest
 
-from conformance.scripted import scenarios_for
-from reference_impl.rabbitmq_stream import codec
-from reference_impl.rabbitmq_stream.constants import Code, OffsetType
+from wirecheck.conformance.scripted import scenarios_for
+from wirecheck.reference_impl.rabbitmq_stream import codec
+from wirecheck.reference_impl.rabbitmq_stream.constants import Code, OffsetType
 from tests.test_client_check import STEP, _check, _checker, _cope, _run_async, _summary
 
 STREAM = "cc-stream"
 
 
 async def _connect(checker, **kw):
-    from reference_impl.rabbitmq_stream.client import StreamClient
+    from wirecheck.reference_impl.rabbitmq_stream.client import StreamClient
     client = await StreamClient.connect("127.0.0.1", checker.port, timeout=STEP, handshake=False, **kw)
     opened = await client.handshake("guest", "guest")
     return client, opened
@@ -197,7 +197,7 @@ async def _ignores_the_update(checker) -> dict:
 
 def test_a_client_that_never_answers_the_consumer_update_fails(tmp_path):
     """Negative control: the scenario is judged, not only played."""
-    from conformance import verdicts
+    from wirecheck.conformance import verdicts
     checker = _checker("rabbitmq-stream", "consumer-update", None, tmp_path)
     doc, _, _ = _check(checker, lambda c: _run_async(c, _ignores_the_update))
     failed = [t for t in doc["tests"] if t["verdict"] == verdicts.FAIL]
@@ -225,7 +225,7 @@ async def _ignores_the_close(checker) -> dict:
 
 
 def test_a_client_that_never_answers_the_server_close_fails(tmp_path):
-    from conformance import verdicts
+    from wirecheck.conformance import verdicts
     checker = _checker("rabbitmq-stream", "server-close", {"after": 0.1, "wait": 1.5}, tmp_path)
     doc, out, _ = _check(checker, lambda c: _run_async(c, _ignores_the_close))
     assert out == {"close": Code.OK, "ended": True}, out
@@ -293,7 +293,7 @@ def test_rstream_leaves_the_server_close_unanswered(tmp_path):
     rstream = pytest.importorskip("rstream", reason="rstream is not installed")
     checker = _checker("rabbitmq-stream", "server-close", {"after": 0.2, "wait": 1.2}, tmp_path)
     doc, _, _ = _check(checker, lambda c: _run_async(c, _rstream_session(rstream)))
-    from conformance import verdicts
+    from wirecheck.conformance import verdicts
     failed = {r for t in doc["tests"] if t["verdict"] == verdicts.FAIL for r in t["requirements"]}
     assert failed == {"RMQS-CLOSE-003"}, _summary(doc)
     assert not [t for t in doc["tests"] if t["verdict"] == verdicts.HARNESS_ERROR], _summary(doc)
@@ -306,7 +306,7 @@ def test_scenario_options_come_as_text_from_the_command_line(tmp_path):
 
 
 def test_a_malformed_scenario_option_is_refused(capsys):
-    from conformance.cli import main
+    from wirecheck.conformance.cli import main
     assert main(["serve", "--protocol", "rabbitmq-stream", "--check-clients", "--scenario",
                  "heartbeat", "--scenario-option", "interval", "--duration", "1"]) == 2
     assert "KEY=VALUE" in capsys.readouterr().err

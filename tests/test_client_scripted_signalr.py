@@ -1,5 +1,5 @@
-"""SignalR's protocol-level scenarios (conformance/scripted/signalr.py): the reference client
-(reference_impl/signalr/client.py) under each one copes (it sees what the scenario sent and
+"""SignalR's protocol-level scenarios (wirecheck/conformance/scripted/signalr.py): the reference client
+(wirecheck/reference_impl/signalr/client.py) under each one copes (it sees what the scenario sent and
 goes on, or, under ``close-message``, surfaces the error and ends the connection), with JSON
 and MessagePack, over WebSocket (negotiate, then the upgrade) and over raw TCP; the checker
 finds no violation by either side: the messages sent are legal server behaviour, and the
@@ -18,15 +18,15 @@ import time
 
 import pytest
 
-from conformance.scripted import scenarios_for
-from conformance.scripted.signalr import HTTP, RECORD, WS, HubSplitter, _Wire, padded, record_body
-from conformance.websocket import encode_server_frame as _server_ws_frame
+from wirecheck.conformance.scripted import scenarios_for
+from wirecheck.conformance.scripted.signalr import HTTP, RECORD, WS, HubSplitter, _Wire, padded, record_body
+from wirecheck.conformance.websocket import encode_server_frame as _server_ws_frame
 from tests.test_scripted_framework import FakeRelay
-from reference_impl.core.client import ConnectionClosed
-from reference_impl.signalr import codec
-from reference_impl.signalr.constants import DEFAULT_MAX_RECEIVE, JSON, MESSAGEPACK
-from reference_impl.signalr.framing import encode_varint
-from reference_impl.signalr.messages import (Close, Completion, HandshakeRequest,
+from wirecheck.reference_impl.core.client import ConnectionClosed
+from wirecheck.reference_impl.signalr import codec
+from wirecheck.reference_impl.signalr.constants import DEFAULT_MAX_RECEIVE, JSON, MESSAGEPACK
+from wirecheck.reference_impl.signalr.framing import encode_varint
+from wirecheck.reference_impl.signalr.messages import (Close, Completion, HandshakeRequest,
                                              HandshakeResponse, Invocation, Ping, StreamItem)
 from tests.test_client_check import (JS_DIR, RUN_TIMEOUT, STEP, _assert_clean, _check, _checker,
                                      _run_async, _signalr_command, _summary)
@@ -60,7 +60,7 @@ class _Seen:
 
 
 async def _connect(checker, protocol: str, transport: str):
-    from reference_impl.signalr.client import HubClient
+    from wirecheck.reference_impl.signalr.client import HubClient
     if transport == "ws":
         url = f"http://127.0.0.1:{checker.port}{checker.hub_path}"
     else:
@@ -100,7 +100,7 @@ async def ping(checker, protocol, transport, options) -> dict:
 
 
 async def error_response(checker, protocol, transport, options) -> dict:
-    from reference_impl.signalr.client import HubError
+    from wirecheck.reference_impl.signalr.client import HubError
     client, seen = await _connect(checker, protocol, transport)
     try:
         try:
@@ -140,7 +140,7 @@ async def max_size(checker, protocol, transport, options) -> dict:
 
 
 async def close_message(checker, protocol, transport, options) -> dict:
-    from reference_impl.signalr.client import HubError
+    from wirecheck.reference_impl.signalr.client import HubError
     client, seen = await _connect(checker, protocol, transport)
     started = time.monotonic()
     try:
@@ -328,7 +328,7 @@ def _cut(direction: str, stream: bytes, wire=None, step: int = 1):
 
 
 def _client_frame(opcode: int, payload: bytes) -> bytes:
-    from conformance.websocket import encode_frame
+    from wirecheck.conformance.websocket import encode_frame
     return encode_frame(opcode, payload)
 
 
@@ -398,7 +398,7 @@ def test_padding_is_exact(protocol, size):
 
 def _server_units(relay) -> list:
     """What reached the client, cut into WebSocket frames: (opcode, fin, payload)."""
-    from conformance.websocket import FrameReader
+    from wirecheck.conformance.websocket import FrameReader
     stream = b"".join(d for direction, d, _ in relay.out if direction == "s2c" and d)
     return FrameReader().feed(stream.partition(b"\r\n\r\n")[2] if stream.startswith(b"HTTP/") else stream)
 
@@ -407,7 +407,7 @@ def test_injected_messages_wait_for_a_record_boundary():
     """Over a WebSocket a message of the scenario's own goes between two whole server
     messages: never inside a fragmented message nor inside a record spanning frames. A frame
     whose records do not begin and end with it passes unchanged, rewritten or not."""
-    from conformance.scripted.signalr import UnknownFields, _HubShaper
+    from wirecheck.conformance.scripted.signalr import UnknownFields, _HubShaper
     relay = FakeRelay()
     shaper = _HubShaper(relay, {})
     upgrade = b"GET /hub HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
@@ -445,9 +445,9 @@ def test_injected_messages_wait_for_a_record_boundary():
 def test_the_draft_profile_is_left_alone(protocol, transport, tmp_path):
     """Under ``--profile draft`` (no handshake answer, no Ping, Close or headers) the scenarios
     do nothing but say so: the session passes as it comes, judged by the draft's rules."""
-    from conformance.clientcheck import ClientChecker
-    from reference_impl.core import registry
-    from reference_impl.signalr.client import HubClient
+    from wirecheck.conformance.clientcheck import ClientChecker
+    from wirecheck.reference_impl.core import registry
+    from wirecheck.reference_impl.signalr.client import HubClient
     spec = registry.get("signalr")
     checker = ClientChecker(spec, spec.make_broker("127.0.0.1", 0, profile="draft"), scenario="ping",
                             profile="draft", capture_path=str(tmp_path / "c.pcap"))

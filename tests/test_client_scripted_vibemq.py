@@ -1,4 +1,4 @@
-"""VibeMQ's protocol-level scenarios (conformance/scripted/vibemq.py): the reference client under
+"""VibeMQ's protocol-level scenarios (wirecheck/conformance/scripted/vibemq.py): the reference client under
 each one copes (it sees what the scenario sent and goes on), and the checker finds no violation
 by either side: the scenario's frames are legal server behaviour.
 """
@@ -8,12 +8,12 @@ import asyncio
 
 import pytest
 
-from conformance.scripted import scenarios_for
-from conformance.scripted.vibemq import EXTRA_HEADERS, EXTRA_PROPERTY
-from reference_impl.vibemq import codec
-from reference_impl.vibemq.client import VibeClient, VibeError
-from reference_impl.vibemq.constants import DEFAULT_MAX_BODY, CommandType, Compression
-from reference_impl.core.client import ConnectionClosed
+from wirecheck.conformance.scripted import scenarios_for
+from wirecheck.conformance.scripted.vibemq import EXTRA_HEADERS, EXTRA_PROPERTY
+from wirecheck.reference_impl.vibemq import codec
+from wirecheck.reference_impl.vibemq.client import VibeClient, VibeError
+from wirecheck.reference_impl.vibemq.constants import DEFAULT_MAX_BODY, CommandType, Compression
+from wirecheck.reference_impl.core.client import ConnectionClosed
 from tests.test_client_check import (STEP, _assert_clean, _check, _checker, _cope, _run_async,
                                      _summary)
 
@@ -132,8 +132,8 @@ def test_reference_client_copes(scenario, tmp_path):
 def test_unknown_fields_in_the_real_profiles(profile, tmp_path):
     """The real codec's bodies (no error fields outside Error) and protocol 1.0 framing (no
     flags byte): the scenario keeps each as the broker wrote it."""
-    from conformance.clientcheck import ClientChecker
-    from reference_impl.core import registry
+    from wirecheck.conformance.clientcheck import ClientChecker
+    from wirecheck.reference_impl.core import registry
     spec = registry.get("vibemq")
     checker = ClientChecker(spec, spec.make_broker("127.0.0.1", 0, profile=profile),
                             scenario="unknown-fields", profile=profile,
@@ -224,7 +224,7 @@ def test_a_client_that_cannot_take_a_maximum_frame_is_reported(tmp_path):
 
 @pytest.mark.parametrize("profile", ("document", "vibemq-1.0"))
 def test_the_splitter_reads_the_framing_from_the_first_frame(profile):
-    from conformance.scripted.vibemq import Framing, VibeSplitter
+    from wirecheck.conformance.scripted.vibemq import Framing, VibeSplitter
     messages = [codec.Message(CommandType.CONNECT, "c1", headers={"authPassword": "vibemq"}),
                 codec.Message(CommandType.PING, "p1"),
                 codec.Message(CommandType.PUBLISH, "m1", QUEUE, {"x": "y" * 2000})]

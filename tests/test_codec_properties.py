@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conformance.strategies.invariants import assert_extension_invariant, assert_split_invariant
-from reference_impl.core import registry
-from reference_impl.core.errors import Category
+from wirecheck.conformance.strategies.invariants import assert_extension_invariant, assert_split_invariant
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.errors import Category
 
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SPECS = registry.all_protocols()

@@ -1,10 +1,10 @@
-"""reference_impl.core.client: the read loop and failure propagation shared by the clients."""
+"""wirecheck.reference_impl.core.client: the read loop and failure propagation shared by the clients."""
 import asyncio
 
 import pytest
 
-from reference_impl.blipmq import codec
-from reference_impl.core.client import ConnectionClosed, FramedClient
+from wirecheck.reference_impl.blipmq import codec
+from wirecheck.reference_impl.core.client import ConnectionClosed, FramedClient
 
 
 class Echo(FramedClient):

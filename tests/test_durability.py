@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from reference_impl.core.durability import FsyncPolicy, SyncedAppender
+from wirecheck.reference_impl.core.durability import FsyncPolicy, SyncedAppender
 
 
 def _open(tmp_path):

@@ -2,7 +2,7 @@ import struct
 
 import pytest
 
-from reference_impl.core.framebuffer import COMPACT_THRESHOLD, FrameBuffer
+from wirecheck.reference_impl.core.framebuffer import COMPACT_THRESHOLD, FrameBuffer
 
 U32 = struct.Struct(">I")
 

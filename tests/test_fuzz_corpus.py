@@ -1,6 +1,6 @@
 """Replay the fuzz corpora and crashers through the atheris targets as plain tests (STYLE.md
 point 8: CI keeps every crasher fixed), and run each target briefly under atheris itself.
-Targets, corpora and what a seed is come from ``fuzz.run_smoke.TARGETS``."""
+Targets, corpora and what a seed is come from ``wirecheck.fuzz.run_smoke.TARGETS``."""
 import importlib
 from pathlib import Path
 
@@ -8,17 +8,17 @@ import re
 
 import pytest
 
-from conformance.strategies.invariants import decode_whole
-from fuzz.run_smoke import TARGETS, run_target
-from reference_impl.core import registry
-from reference_impl.core.errors import FrameError
-from reference_impl.micromessage2 import codec as mm2_codec
-from reference_impl.signalr import codec as signalr_codec
-from reference_impl.signalr.messages import HandshakeRequest
-from reference_impl.vibemq import codec as vibemq_codec
-from reference_impl.rabbitmq_stream.chunk import ChunkType, parse_chunk
+from wirecheck.conformance.strategies.invariants import decode_whole
+from wirecheck.fuzz.run_smoke import TARGETS, run_target
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.errors import FrameError
+from wirecheck.reference_impl.micromessage2 import codec as mm2_codec
+from wirecheck.reference_impl.signalr import codec as signalr_codec
+from wirecheck.reference_impl.signalr.messages import HandshakeRequest
+from wirecheck.reference_impl.vibemq import codec as vibemq_codec
+from wirecheck.reference_impl.rabbitmq_stream.chunk import ChunkType, parse_chunk
 
-FUZZ = Path(__file__).resolve().parent.parent / "fuzz"
+FUZZ = Path(__file__).resolve().parent.parent / "wirecheck" / "fuzz"
 ENTRY_POINTS = {name: importlib.import_module(t.module).TestOneInput for name, t in TARGETS.items()}
 #: Seeds each corpus must have at least (the document's samples, sessions, real captures...).
 MIN_SEEDS = {"blipmq": 9, "rabbitmq-stream": 40, "rabbitmq-stream-chunk": 10, "signalr-json": 15,
@@ -50,7 +50,7 @@ def _seed_problem(target, data: bytes):
             return f"the handshake does not decode: {exc}"
         return None if first and isinstance(first[0], HandshakeRequest) else "no handshake request first"
     if target.seeds == "vibemq-session":           # Connect first, in the profile the target picks
-        from fuzz.fuzz_vibemq_session import profile_of
+        from wirecheck.fuzz.fuzz_vibemq_session import profile_of
         decoder = vibemq_codec.Decoder(profile=profile_of(data), origin="client")
         decoder.receive(data)
         try:
@@ -61,7 +61,7 @@ def _seed_problem(target, data: bytes):
     if target.seeds == "mm2-handshake":
         # A client's side (offer, final, frames) or a server's (reply or ERROR, frames), read
         # whole without an error in some profile.
-        from fuzz.harness_mm2 import PROFILES, decode_events, make
+        from wirecheck.fuzz.harness_mm2 import PROFILES, decode_events, make
         for handshakes in (2, 1):
             for profile in PROFILES:
                 events = decode_events(data, [len(data)], make(profile, handshakes))
@@ -70,7 +70,7 @@ def _seed_problem(target, data: bytes):
                     return None
         return "neither a client's nor a server's side that decodes"
     if target.seeds == "mm2-session":              # the offer first, in the profile the target picks
-        from fuzz.harness_mm2 import profile_of
+        from wirecheck.fuzz.harness_mm2 import profile_of
         profile, stream = profile_of(data)
         decoder = mm2_codec.make_decoder(origin="client", profile=profile)
         decoder.receive(stream)
@@ -83,13 +83,13 @@ def _seed_problem(target, data: bytes):
         vibemq_codec.parse_message(data)
         return None
     if target.seeds == "http-stream":               # one captured direction, HTTP or raw
-        from fuzz.harness_transport import capture_events
+        from wirecheck.fuzz.harness_transport import capture_events
         events, decoder = capture_events([data])
         if not events or decoder.broken or isinstance(events[-1], tuple):
             return f"does not decode to the end: {events[-1:]}"
         return None
     if target.seeds == "text":                      # lines each some MM2 syntax reads
-        from reference_impl.micromessage2 import filters, syntax
+        from wirecheck.reference_impl.micromessage2 import filters, syntax
         for line in data.decode("utf-8").split("\n"):
             readers = (lambda t: syntax.parse_extensions(t, False),      # lenient FIELDs
                        lambda t: syntax.parse_command(t, False), syntax.parse_properties,
@@ -98,17 +98,17 @@ def _seed_problem(target, data: bytes):
                 return f"no syntax reads {line!r}"
         return None
     if target.seeds == "sasl":
-        from reference_impl.rabbitmq_stream import sasl
+        from wirecheck.reference_impl.rabbitmq_stream import sasl
         return None if sasl.plain(data) or sasl.amqplain(data) else "neither PLAIN nor AMQPLAIN"
     if target.seeds == "capture":                   # a capture file, maybe gzip-compressed
         import gzip
         import io
-        from fuzz.harness_capture import read_capture
+        from wirecheck.fuzz.harness_capture import read_capture
         segments, error, (records, _) = read_capture(io.BytesIO(
             gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data))
         return error if error is not None else None if records else "no records"
     if target.seeds == "wal":                       # a log file as the broker reads it
-        from reference_impl.blipmq import wal
+        from wirecheck.reference_impl.blipmq import wal
         wal.parse_wal(data)                         # not a WAL, or corruption: raises
         return None if data[:8] == wal.MAGIC else "no WAL header"
     if target.seeds == "chunk":
@@ -121,7 +121,7 @@ def _seed_problem(target, data: bytes):
 
 
 def _reads(read, text: str) -> bool:
-    from reference_impl.micromessage2.filters import FilterError
+    from wirecheck.reference_impl.micromessage2.filters import FilterError
     try:
         read(text)
     except (FrameError, FilterError):

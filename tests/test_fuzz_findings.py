@@ -1,14 +1,14 @@
 """Regression tests for what the atheris targets over the capture reader, the suite's WebSocket
-reader and MM2's filters found (fuzz/fuzz_pcap.py, fuzz_websocket_reader.py, fuzz_mm2_syntax.py).
-The crashing inputs are in fuzz/crashers/<corpus>/ and replayed by tests/test_fuzz_corpus.py."""
+reader and MM2's filters found (wirecheck/fuzz/fuzz_pcap.py, fuzz_websocket_reader.py, fuzz_mm2_syntax.py).
+The crashing inputs are in wirecheck/fuzz/crashers/<corpus>/ and replayed by tests/test_fuzz_corpus.py."""
 import io
 import struct
 
 import pytest
 
-from conformance.pcapfile import CaptureFormatError, PcapReader
-from conformance.websocket import FrameReader, WebSocketError
-from reference_impl.micromessage2.filters import parse_filter
+from wirecheck.conformance.pcapfile import CaptureFormatError, PcapReader
+from wirecheck.conformance.websocket import FrameReader, WebSocketError
+from wirecheck.reference_impl.micromessage2.filters import parse_filter
 
 SHB = struct.pack("<IIIHHq", 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1) + struct.pack("<I", 28)
 
@@ -90,11 +90,11 @@ def test_filter_text_reads_back(text):
 
 
 def test_response_read_to_eof_after_one_with_a_length_whatever_the_reads():
-    """Found by the 10-minute campaign (fuzz/crashers/signalr-http/response-to-eof-after-content-length):
+    """Found by the 10-minute campaign (wirecheck/fuzz/crashers/signalr-http/response-to-eof-after-content-length):
     the shared decoder loop's "bytes the frame in hand needs" shortcut used the same attribute
     name as the HTTP reader's own count of body bytes, so after a response with Content-Length
     a later response read to the end of the stream lost its last read."""
-    from reference_impl.signalr.http_transport import make_capture_decoder
+    from wirecheck.reference_impl.signalr.http_transport import make_capture_decoder
     data = (b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found"
             b"HTTP/1.1 200 OK\r\nContent-Lngth: 2\r\nh: 2\r\n\r\n{}")
     whole = make_capture_decoder(origin="server")

@@ -1,4 +1,4 @@
-"""The network fuzzer (fuzz/live.py) and ``wirecheck fuzz``: planted faults are found, saved
+"""The network fuzzer (wirecheck/fuzz/live.py) and ``wirecheck fuzz``: planted faults are found, saved
 and reproduced with one command; the reference brokers survive a short run; the CLI's JSON
 summary and the campaign runner."""
 from __future__ import annotations
@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from conformance import liveness
-from fuzz.live import CRASH, HANG, VIOLATION, LiveFuzzer, LiveOptions, ManagedTarget, signature
-from fuzz.live_seeds import load_seeds, split_frames
-from fuzz.minimize import minimize
-from fuzz.mutate import Mutator, load_dictionary
-from reference_impl.blipmq import codec as blip
-from reference_impl.core import registry
+from wirecheck.conformance import liveness
+from wirecheck.fuzz.live import CRASH, HANG, VIOLATION, LiveFuzzer, LiveOptions, ManagedTarget, signature
+from wirecheck.fuzz.live_seeds import load_seeds, split_frames
+from wirecheck.fuzz.minimize import minimize
+from wirecheck.fuzz.mutate import Mutator, load_dictionary
+from wirecheck.reference_impl.blipmq import codec as blip
+from wirecheck.reference_impl.core import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 BLIP = registry.get("blipmq")
@@ -27,7 +27,7 @@ SEARCH_SECONDS = 240
 
 
 def _cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "wirecheck", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -58,7 +58,7 @@ def test_every_protocol_has_seed_sessions(spec):
 
 def test_mutations_are_seeded_and_keep_a_valid_prefix():
     frames = tuple(blip.encode(f) for f in (blip.Hello(1), blip.Auth(2, "dev-key"), blip.Ping(3), blip.Ping(4)))
-    tokens = load_dictionary(ROOT / "fuzz" / "dictionaries" / "blipmq.dict")
+    tokens = load_dictionary(ROOT / "wirecheck" / "fuzz" / "dictionaries" / "blipmq.dict")
     assert b"\x07" in tokens and b"\x00\x00\x00\x09" in tokens
 
     def cases(seed):
@@ -241,7 +241,7 @@ def test_cli_target_finds_the_crash_of_an_external_broker(tmp_path):
 
 
 def test_inprocess_finding_signatures():
-    from fuzz.inprocess import finding_signature
+    from wirecheck.fuzz.inprocess import finding_signature
     text = ("=== Uncaught Python exception: ===\nAssertionError: chunked disagrees at 12\n"
             "Traceback (most recent call last):\n"
             '  File "/x/fuzz/fuzz_signalr_http.py", line 25, in TestOneInput\n'

@@ -1,4 +1,4 @@
-"""fuzz/untraced.py: the whole reading of a frame-decoder target runs the decoder's code as
+"""wirecheck/fuzz/untraced.py: the whole reading of a frame-decoder target runs the decoder's code as
 compiled, without atheris's tracing, and the traced code is back after it."""
 import importlib
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.untraced import _MARK, Untraced
+from wirecheck.fuzz.untraced import _MARK, Untraced
 
 atheris = pytest.importorskip("atheris")
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,11 +130,11 @@ def test_without_instrumentation_it_switches_nothing(tmp_path, monkeypatch):
 CHECK = '''
 import json, runpy, sys
 from pathlib import Path
-import fuzz.target_setup as setup
-from fuzz import untraced as U
-from fuzz.targets import TARGETS
+import wirecheck.fuzz.target_setup as setup
+from wirecheck.fuzz import untraced as U
+from wirecheck.fuzz.targets import TARGETS
 setup.fuzz = lambda test_one_input: None         # import the target, do not start libFuzzer
-target = runpy.run_path(f"fuzz/fuzz_{NAME}.py", run_name="__main__")
+target = runpy.run_path(f"wirecheck/fuzz/fuzz_{NAME}.py", run_name="__main__")
 untraced, entered, ran_traced = target["UNTRACED"], [], set()
 
 def profile(frame, event, arg):
@@ -151,7 +151,7 @@ def leaving(self, *exc):
     sys.setprofile(None)
     return leave(self, *exc)
 U.Untraced.__enter__, U.Untraced.__exit__ = entering, leaving
-inputs = [bytes(40)] + [p.read_bytes() for p in sorted(Path("fuzz/corpora", TARGETS[NAME].corpus).iterdir())]
+inputs = [bytes(40)] + [p.read_bytes() for p in sorted(Path("wirecheck/fuzz/corpora", TARGETS[NAME].corpus).iterdir())]
 for data in inputs:
     try:
         target["TestOneInput"](data)
@@ -163,12 +163,12 @@ missed = [f.__qualname__ for m in modules for f in U._functions(m)
           if U._is_traced(f.__code__) and f not in untraced._funcs]
 print(json.dumps([len(untraced), sorted(m.__name__ for m in modules), missed, sorted(ran_traced)]))
 '''
-TARGETS = [("blipmq_decoder", "reference_impl.blipmq.codec"),
-           ("rmqs_decoder", "reference_impl.rabbitmq_stream.codec"),
-           ("mm2_decoder", "reference_impl.micromessage2.codec"),
-           ("vibemq_decoder", "reference_impl.vibemq.codec"),
-           ("signalr_json", "reference_impl.signalr.codec"),
-           ("signalr_msgpack", "reference_impl.signalr.codec")]
+TARGETS = [("blipmq_decoder", "wirecheck.reference_impl.blipmq.codec"),
+           ("rmqs_decoder", "wirecheck.reference_impl.rabbitmq_stream.codec"),
+           ("mm2_decoder", "wirecheck.reference_impl.micromessage2.codec"),
+           ("vibemq_decoder", "wirecheck.reference_impl.vibemq.codec"),
+           ("signalr_json", "wirecheck.reference_impl.signalr.codec"),
+           ("signalr_msgpack", "wirecheck.reference_impl.signalr.codec")]
 
 
 @pytest.mark.parametrize("name, decoder_module", TARGETS)
@@ -178,6 +178,6 @@ def test_every_decoder_target_reads_whole_untraced(name, decoder_module):
     assert done.returncode == 0, done.stderr[-2000:]
     count, modules, missed, ran_traced = json.loads(done.stdout.strip().splitlines()[-1])
     assert count > 10, done.stdout
-    assert decoder_module in modules and "reference_impl.core.decoding" in modules, done.stdout
+    assert decoder_module in modules and "wirecheck.reference_impl.core.decoding" in modules, done.stdout
     assert missed == [], done.stdout
     assert ran_traced == [], done.stdout

@@ -15,10 +15,10 @@ from dataclasses import replace
 
 import pytest
 
-from conformance import cli
-from reference_impl.blipmq import codec as blip
-from reference_impl.blipmq.broker import BlipBroker, BrokerConfig
-from reference_impl.core.server import ThreadedServer
+from wirecheck.conformance import cli
+from wirecheck.reference_impl.blipmq import codec as blip
+from wirecheck.reference_impl.blipmq.broker import BlipBroker, BrokerConfig
+from wirecheck.reference_impl.core.server import ThreadedServer
 from soak.hostile_clients import PROTOCOLS, QUICK, run_protocol, vibemq_bombs
 
 from .blipmq_proc import ROOT, BrokerProcess
@@ -192,7 +192,7 @@ def test_is_loopback(host, loopback):
 @pytest.mark.parametrize("protocol", ["blipmq", "vibemq", "rabbitmq-stream"])
 def test_serve_refuses_default_credentials_off_loopback(protocol):
     """Refused before anything listens, so nothing is exposed by the test itself."""
-    r = subprocess.run([sys.executable, "-m", "conformance.cli", "serve", "--protocol", protocol,
+    r = subprocess.run([sys.executable, "-m", "wirecheck", "serve", "--protocol", protocol,
                         "--host", "0.0.0.0", "--port", "0"], cwd=ROOT, capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == cli.EXIT_HARNESS
@@ -201,7 +201,7 @@ def test_serve_refuses_default_credentials_off_loopback(protocol):
 
 
 def test_serve_security_warns_but_allows_explicit_credentials_and_no_auth_protocols(capsys):
-    from reference_impl.core import registry
+    from wirecheck.reference_impl.core import registry
     args = argparse.Namespace(host="0.0.0.0", api_key=["s3cret"])
     assert cli._serve_security(registry.get("blipmq"), args, {}) is None
     assert cli._serve_security(registry.get("vibemq"), args, {"require_auth": False})
@@ -216,7 +216,7 @@ def test_serve_security_warns_but_allows_explicit_credentials_and_no_auth_protoc
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_every_listener_binds_loopback_by_default(protocol):
-    from reference_impl.core import registry
+    from wirecheck.reference_impl.core import registry
     broker = registry.get(protocol).make_broker(port=0)
     threaded = ThreadedServer(broker).start()
     try:

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from reference_impl.blipmq import wal
-from reference_impl.blipmq.broker import WAL_NAME
+from wirecheck.reference_impl.blipmq import wal
+from wirecheck.reference_impl.blipmq.broker import WAL_NAME
 from soak import durability as dur
 
 

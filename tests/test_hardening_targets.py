@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conformance.target import Budget, BudgetSpent, Transcript, TranscriptLimits, spent_in
+from wirecheck.conformance.target import Budget, BudgetSpent, Transcript, TranscriptLimits, spent_in
 from soak import hostile_targets as soak
 from tests import hostile_targets
 
@@ -65,10 +65,10 @@ def test_signalr_suite_drops_a_flood_of_pings_with_a_clear_failure():
     """An endless stream of Pings: the suite's receive fails at once, naming the flood, and
     drops the connection (it used to read the stream for its whole timeout, each read one more
     transcript entry, and a test waiting for a close read it for its whole budget)."""
-    from conformance.profiles import load_profile
-    from conformance.suites.signalr.conftest import MAX_PINGS, Sig
-    from conformance.target import Target, TargetFlooded
-    from reference_impl.core import registry
+    from wirecheck.conformance.profiles import load_profile
+    from wirecheck.conformance.suites.signalr.conftest import MAX_PINGS, Sig
+    from wirecheck.conformance.target import Target, TargetFlooded
+    from wirecheck.reference_impl.core import registry
     spec = registry.get("signalr")
     for transport in ("tcp", "ws"):
         with hostile_targets.start("endless", "signalr", transport) as server:
@@ -116,8 +116,8 @@ def test_signalr_suite_against_an_endless_stream_of_pings(label, transport, tmp_
 def test_the_reports_of_a_run_attach_transcripts_within_an_allowance(monkeypatch):
     """Each failing report keeps its transcript until the run ends: over the run's allowance,
     later reports say theirs was left out."""
-    from conformance import plugin
-    from conformance.target import Target
+    from wirecheck.conformance import plugin
+    from wirecheck.conformance.target import Target
 
     class Config:
         stash = pytest.Stash()
@@ -181,7 +181,7 @@ def test_the_run_allowance_ends_a_run_against_a_black_hole(tmp_path):
     report = tmp_path / "r.json"
     try:
         started = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "conformance.cli", "check", "--protocol", "blipmq",
+        proc = subprocess.run([sys.executable, "-m", "wirecheck", "check", "--protocol", "blipmq",
                                "--target", server.target, "--timeout", "1", "--report", str(report), "--",
                                "-p", "no:randomly", "--wirecheck-run-budget", "3", "-k", "test_framing"],
                               cwd=soak.ROOT, capture_output=True, text=True, timeout=120)
@@ -211,7 +211,7 @@ def test_hostile_servers_behave_as_named(kind):
             # client after the server's accept and abort)
             assert kind == "rst-on-connect"
             return
-        from reference_impl.blipmq.codec import Hello, encode
+        from wirecheck.reference_impl.blipmq.codec import Hello, encode
         try:
             sock.sendall(encode(Hello(1, 1)))
         except OSError:

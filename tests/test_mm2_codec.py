@@ -2,15 +2,15 @@
 category, each input decoded whole, byte by byte and in random chunks."""
 import pytest
 
-from conformance.strategies.micromessage2 import (DOCUMENT_FINAL, DOCUMENT_OFFER,
+from wirecheck.conformance.strategies.micromessage2 import (DOCUMENT_FINAL, DOCUMENT_OFFER,
                                                   DOCUMENT_OFFER_MISPRINTED, DOCUMENT_REPLY,
                                                   EXTENSION_LIST_EXAMPLES, HANDSHAKE_ERROR,
                                                   REAL_SERVER_ACK, REAL_SERVER_REPLY, SHARP_PLAIN,
                                                   SHARP_WITH_PROPERTIES)
-from reference_impl.core.errors import Category, FrameError
-from reference_impl.micromessage2 import codec, syntax
-from reference_impl.micromessage2.codec import Command, Error, ExtensionFrame, Handshake, Message
-from reference_impl.micromessage2.syntax import Extension
+from wirecheck.reference_impl.core.errors import Category, FrameError
+from wirecheck.reference_impl.micromessage2 import codec, syntax
+from wirecheck.reference_impl.micromessage2.codec import Command, Error, ExtensionFrame, Handshake, Message
+from wirecheck.reference_impl.micromessage2.syntax import Extension
 from tests.helpers import decode_three_ways
 
 
@@ -130,7 +130,7 @@ def test_limits_before_buffering():
 
 @pytest.mark.parametrize("bad", [0, 1, 2])
 def test_unreadable_continued_piece_breaks_the_stream(bad):
-    # Found by fuzz/fuzz_mm2_decoder.py (fuzz/crashers/micromessage2/continued-piece-unreadable-
+    # Found by wirecheck/fuzz/fuzz_mm2_decoder.py (wirecheck/fuzz/crashers/micromessage2/continued-piece-unreadable-
     # properties): a CONTINUED piece whose properties were not UTF-8 raised a recoverable error,
     # and the message was then reassembled without that piece. "MESSAGE": the pieces make one
     # payload, so a piece that cannot be read breaks the stream.
@@ -149,7 +149,7 @@ def test_unreadable_continued_piece_breaks_the_stream(bad):
 
 
 def test_long_error_during_the_handshake():
-    # Found by fuzz/fuzz_mm2_session.py (fuzz/crashers/micromessage2-session/long-refusal-text):
+    # Found by wirecheck/fuzz/fuzz_mm2_session.py (wirecheck/fuzz/crashers/micromessage2-session/long-refusal-text):
     # an ERROR text above 255 bytes is written with LARGE_PAYLOAD (flags 12), and in the
     # handshake phase only flags 4 was read as an ERROR: the client read the refusal as a
     # handshake.

@@ -6,10 +6,10 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.strategies import micromessage2 as strat
-from conformance.strategies.invariants import decode_chunked
-from reference_impl.micromessage2 import codec, filters
-from reference_impl.micromessage2.window import Outbox, acked_range, next_sequence
+from wirecheck.conformance.strategies import micromessage2 as strat
+from wirecheck.conformance.strategies.invariants import decode_chunked
+from wirecheck.reference_impl.micromessage2 import codec, filters
+from wirecheck.reference_impl.micromessage2.window import Outbox, acked_range, next_sequence
 
 FAST = settings(max_examples=150, deadline=None)
 

@@ -24,15 +24,15 @@ from scapy.sessions import TCPSession  # noqa: E402
 from scapy.utils import wrpcap  # noqa: E402
 from tests.helpers import tcp_conversation  # noqa: E402
 
-from conformance.pcapdecode import decode_pcap  # noqa: E402
-from conformance.strategies import micromessage2 as S  # noqa: E402
-from reference_impl.core.errors import FrameError  # noqa: E402
-from reference_impl.micromessage2 import SPEC, codec, syntax  # noqa: E402
-from reference_impl.micromessage2.codec import (Command, Error, ExtensionFrame,  # noqa: E402
+from wirecheck.conformance.pcapdecode import decode_pcap  # noqa: E402
+from wirecheck.conformance.strategies import micromessage2 as S  # noqa: E402
+from wirecheck.reference_impl.core.errors import FrameError  # noqa: E402
+from wirecheck.reference_impl.micromessage2 import SPEC, codec, syntax  # noqa: E402
+from wirecheck.reference_impl.micromessage2.codec import (Command, Error, ExtensionFrame,  # noqa: E402
                                                 Handshake, Message)
-from reference_impl.micromessage2.scapy_layer import (MM2, MM2Handshake, MM2Offer, bind_mm2,  # noqa: E402
+from wirecheck.reference_impl.micromessage2.scapy_layer import (MM2, MM2Handshake, MM2Offer, bind_mm2,  # noqa: E402
                                                       cut, frames)
-from reference_impl.micromessage2.syntax import parse_extensions  # noqa: E402
+from wirecheck.reference_impl.micromessage2.syntax import parse_extensions  # noqa: E402
 
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 HANDSHAKES = {"client": 2, "server": 1}

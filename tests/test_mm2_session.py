@@ -5,11 +5,11 @@ import struct
 
 import pytest
 
-from reference_impl.micromessage2 import codec
-from reference_impl.micromessage2.codec import Command, Error, ExtensionFrame, Handshake, Message
-from reference_impl.micromessage2.session import MM2Session, SessionConfig
-from reference_impl.micromessage2.state import BrokerState
-from reference_impl.micromessage2.syntax import parse_extensions
+from wirecheck.reference_impl.micromessage2 import codec
+from wirecheck.reference_impl.micromessage2.codec import Command, Error, ExtensionFrame, Handshake, Message
+from wirecheck.reference_impl.micromessage2.session import MM2Session, SessionConfig
+from wirecheck.reference_impl.micromessage2.state import BrokerState
+from wirecheck.reference_impl.micromessage2.syntax import parse_extensions
 
 
 class Peer:
@@ -64,8 +64,8 @@ def test_handshake_sharpmessaging_keeps_the_connection_and_answers_1_1():
 def test_sharpmessaging_reply_and_refusal_texts():
     """The real server's reply (its source): its own required extensions first, optional ones
     of either side echoed whether it supports them or not; its two refusal texts."""
-    from reference_impl.micromessage2.negotiation import ServerPolicy, Refusal, agree, reply_to
-    from reference_impl.micromessage2.syntax import Extension
+    from wirecheck.reference_impl.micromessage2.negotiation import ServerPolicy, Refusal, agree, reply_to
+    from wirecheck.reference_impl.micromessage2.syntax import Extension
     policy = ServerPolicy.for_profile("sharpmessaging", required=(Extension("dotnet"),))
     offer = Handshake("t", parse_extensions("ack:MessagesPerAck=1", strict=False), parse_extensions("x-vendor;json"))
     reply = reply_to(policy, offer)
@@ -129,7 +129,7 @@ def test_queue_message_redelivered_when_receiver_leaves():
 
 
 def test_long_refusal_text_is_read_as_an_error():
-    # Found by fuzz/fuzz_mm2_session.py (fuzz/crashers/micromessage2-session/long-refusal-text):
+    # Found by wirecheck/fuzz/fuzz_mm2_session.py (wirecheck/fuzz/crashers/micromessage2-session/long-refusal-text):
     # the ERROR refusing an offer whose extension name is not a FIELD quotes the name; above
     # 255 bytes it has LARGE_PAYLOAD, and the client must still read it as the ERROR that
     # replaces the server's handshake.
@@ -148,8 +148,8 @@ def test_long_refusal_text_is_read_as_an_error():
     ("document", "batch-ack:count=" + "1" * 4301),              # past int()'s 4,300 digits
 ])
 def test_counts_not_in_ascii_digits_are_refused(profile, extension):
-    # Found by review, confirmed with fuzz/fuzz_mm2_handshake.py and fuzz_mm2_session.py
-    # (fuzz/crashers/micromessage2-*/superscript-window): a window or AckExpireTime that
+    # Found by review, confirmed with wirecheck/fuzz/fuzz_mm2_handshake.py and fuzz_mm2_session.py
+    # (wirecheck/fuzz/crashers/micromessage2-*/superscript-window): a window or AckExpireTime that
     # str.isdigit() accepts but int() does not escaped the session as a ValueError. The final
     # handshake is refused (ERROR, disconnect), as for any count that is not one.
     offer = codec.encode(Handshake("t", parse_extensions(extension, strict=False)))
@@ -162,8 +162,8 @@ def test_counts_not_in_ascii_digits_are_refused(profile, extension):
 
 def test_queue_publish_offers_only_the_new_message():
     """A backlog nobody wants is not rescanned on each publish; order and hand-over are kept."""
-    from reference_impl.micromessage2.filters import parse_filter
-    from reference_impl.micromessage2.state import Stored
+    from wirecheck.reference_impl.micromessage2.filters import parse_filter
+    from wirecheck.reference_impl.micromessage2.state import Stored
 
     class Receiver:
         typed, got, room = True, [], True

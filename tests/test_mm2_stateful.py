@@ -1,4 +1,4 @@
-"""The Micromessage2 ack-window state machine (conformance/strategies/micromessage2_machine.py):
+"""The Micromessage2 ack-window state machine (wirecheck/conformance/strategies/micromessage2_machine.py):
 in memory against reference sessions over one broker state with a fake clock (every ack of a
 SEND predicted, delayed acks on the clock), and over the wire against the reference broker
 through the asyncio client, in both profiles. Sequence numbers start near 65535 on both sides
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from conformance.strategies.micromessage2_drivers import WireDriver
-from conformance.strategies.micromessage2_machine import WindowMachine
+from wirecheck.conformance.strategies.micromessage2_drivers import WireDriver
+from wirecheck.conformance.strategies.micromessage2_machine import WindowMachine
 
 MEMORY = settings(max_examples=100, stateful_step_count=30, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow])

@@ -8,10 +8,10 @@ import os
 import subprocess
 import sys
 
-from reference_impl.core.server import ThreadedServer
-from reference_impl.micromessage2.broker import make_broker
-from reference_impl.micromessage2.codec import Command
-from reference_impl.micromessage2.session import MM2Session
+from wirecheck.reference_impl.core.server import ThreadedServer
+from wirecheck.reference_impl.micromessage2.broker import make_broker
+from wirecheck.reference_impl.micromessage2.codec import Command
+from wirecheck.reference_impl.micromessage2.session import MM2Session
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,7 +29,7 @@ class StallsOnCommands(MM2Session):
 
 
 def _check(port, *extra, report):
-    cmd = [sys.executable, "-m", "conformance.cli", "check", "--protocol", "micromessage2",
+    cmd = [sys.executable, "-m", "wirecheck", "check", "--protocol", "micromessage2",
            "--target", f"127.0.0.1:{port}", "--report", str(report), *extra]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
 

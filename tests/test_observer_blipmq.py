@@ -1,4 +1,4 @@
-"""The BlipMQ observer (reference_impl/blipmq/observer.py): each rule caught with its
+"""The BlipMQ observer (wirecheck/reference_impl/blipmq/observer.py): each rule caught with its
 requirement, side and frame index; a correct conversation clean; a pcap with injected
 violations; the repository's captures."""
 from __future__ import annotations
@@ -7,21 +7,21 @@ import os
 
 import pytest
 
-from conformance.pcapfile import PcapWriter, TcpConversation
-from conformance.requirements import catalogue
-from pipeline.local import analyze
-from reference_impl.blipmq import codec
-from reference_impl.blipmq.codec import Ack, Auth, Hello, Nack, Ping, Poll, Pong, Publish, Subscribe
-from reference_impl.blipmq.observer import BlipObserver
-from reference_impl.blipmq.session import BlipSession
-from reference_impl.blipmq.state import BrokerState
-from reference_impl.core import registry
-from reference_impl.core.errors import FrameError
-from reference_impl.core.observer import C2S, S2C
+from wirecheck.conformance.pcapfile import PcapWriter, TcpConversation
+from wirecheck.conformance.requirements import catalogue
+from wirecheck.pipeline.local import analyze
+from wirecheck.reference_impl.blipmq import codec
+from wirecheck.reference_impl.blipmq.codec import Ack, Auth, Hello, Nack, Ping, Poll, Pong, Publish, Subscribe
+from wirecheck.reference_impl.blipmq.observer import BlipObserver
+from wirecheck.reference_impl.blipmq.session import BlipSession
+from wirecheck.reference_impl.blipmq.state import BrokerState
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.errors import FrameError
+from wirecheck.reference_impl.core.observer import C2S, S2C
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAPTURES = os.path.join(ROOT, "captures", "blipmq")
-CATALOGUE = catalogue("conformance.requirements.blipmq")
+CATALOGUE = catalogue("wirecheck.conformance.requirements.blipmq")
 
 
 def c(frame):

@@ -1,4 +1,4 @@
-"""The observers' ``client_rules`` tables (what client checking, conformance/clientcheck.py, may
+"""The observers' ``client_rules`` tables (what client checking, wirecheck/conformance/clientcheck.py, may
 report as PASS for a client connection): every ID is in the catalogue; every entry (frame type,
 ID) is witnessed by a small conversation in which a client frame of that type makes the observer
 report that ID against the client; and every ID an observer module can report against the client
@@ -15,11 +15,11 @@ from typing import Optional
 
 import pytest
 
-from conformance.clientcheck import exercised_requirements
-from conformance.requirements import catalogue
-from reference_impl.core import registry
-from reference_impl.core.errors import Category, PayloadError
-from reference_impl.core.observer import C2S, S2C
+from wirecheck.conformance.clientcheck import exercised_requirements
+from wirecheck.conformance.requirements import catalogue
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.errors import Category, PayloadError
+from wirecheck.reference_impl.core.observer import C2S, S2C
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTOCOLS = ("blipmq", "vibemq", "micromessage2", "rabbitmq-stream", "signalr")
@@ -35,7 +35,7 @@ def observer_class(protocol):
 
 
 def module_path(protocol) -> Path:
-    return ROOT / "reference_impl" / protocol.replace("-", "_") / "observer.py"
+    return ROOT / "wirecheck" / "reference_impl" / protocol.replace("-", "_") / "observer.py"
 
 
 def framing(protocol) -> set:
@@ -96,8 +96,8 @@ class Witness:
 # BlipMQ ------------------------------------------------------------------------------------------
 
 def blipmq_witnesses() -> list[Witness]:
-    from reference_impl.blipmq import codec
-    from reference_impl.blipmq.codec import (Ack, Auth, FrameType, Hello, Nack, Ping, Poll, Pong,
+    from wirecheck.reference_impl.blipmq import codec
+    from wirecheck.reference_impl.blipmq.codec import (Ack, Auth, FrameType, Hello, Nack, Ping, Poll, Pong,
                                              Publish, Subscribe)
     hs = [(C2S, Hello(1)), (S2C, Ack(1, 0)), (C2S, Auth(2, "dev-key")), (S2C, Ack(2, 0))]
 
@@ -137,9 +137,9 @@ def blipmq_witnesses() -> list[Witness]:
 # VibeMQ ------------------------------------------------------------------------------------------
 
 def vibemq_witnesses() -> list[Witness]:
-    from reference_impl.vibemq import codec
-    from reference_impl.vibemq.constants import TYPE_NAMES, CommandType as T, Compression
-    from reference_impl.vibemq.observer import QUEUE_COMMANDS
+    from wirecheck.reference_impl.vibemq import codec
+    from wirecheck.reference_impl.vibemq.constants import TYPE_NAMES, CommandType as T, Compression
+    from wirecheck.reference_impl.vibemq.observer import QUEUE_COMMANDS
 
     def m(kind, mid="x", queue=None, *, version=1, compression=Compression.NONE):
         return codec.Message(kind, mid, queue, None, None, None, None, version, compression)
@@ -175,8 +175,8 @@ def vibemq_witnesses() -> list[Witness]:
 def micromessage2_witnesses() -> list[Witness]:
     import struct
 
-    from reference_impl.micromessage2.codec import Error, ExtensionFrame, Handshake, Message
-    from reference_impl.micromessage2.syntax import parse_extensions
+    from wirecheck.reference_impl.micromessage2.codec import Error, ExtensionFrame, Handshake, Message
+    from wirecheck.reference_impl.micromessage2.syntax import parse_extensions
 
     def hs(required="", identity="c"):
         return Handshake(identity, parse_extensions(required, True), parse_extensions("", True), 1, 0)
@@ -218,9 +218,9 @@ def micromessage2_witnesses() -> list[Witness]:
 # RabbitMQ Stream ---------------------------------------------------------------------------------
 
 def rabbitmq_stream_witnesses() -> list[Witness]:
-    from reference_impl.rabbitmq_stream import codec as k
-    from reference_impl.rabbitmq_stream.chunk import SimpleEntry, build_chunk
-    from reference_impl.rabbitmq_stream.observer import _SERVER_RESPONSES
+    from wirecheck.reference_impl.rabbitmq_stream import codec as k
+    from wirecheck.reference_impl.rabbitmq_stream.chunk import SimpleEntry, build_chunk
+    from wirecheck.reference_impl.rabbitmq_stream.observer import _SERVER_RESPONSES
 
     def handshake(frame_max=1_048_576):
         return [(C2S, k.PeerProperties(1, {})), (S2C, k.PeerPropertiesResponse(1, 1, {})),
@@ -294,9 +294,9 @@ SIGNALR_HUB_ERRORS = (("SIGR-ERR-001", Category.MISSING_FIELD), ("SIGR-ERR-006",
 
 
 def signalr_witnesses() -> list[Witness]:
-    from reference_impl.signalr.messages import (Completion, HandshakeRequest, HandshakeResponse, Invocation,
+    from wirecheck.reference_impl.signalr.messages import (Completion, HandshakeRequest, HandshakeResponse, Invocation,
                                                  StreamCompletion, StreamInvocation, StreamItem)
-    from reference_impl.signalr.observer import _CLIENT_HUB_FRAMING
+    from wirecheck.reference_impl.signalr.observer import _CLIENT_HUB_FRAMING
     opened = [(C2S, HandshakeRequest("json", 1)), (S2C, HandshakeResponse())]
     mp_opened = [(C2S, HandshakeRequest("messagepack", 1)), (S2C, HandshakeResponse())]
     out = [Witness("HandshakeRequest", "SIGR-HS-001", [("bad", C2S, bad("no protocol", Category.MISSING_FIELD))])]
@@ -442,7 +442,7 @@ def test_every_id_the_module_can_raise_against_the_client_is_listed(protocol):
 
 
 def test_signalr_book_rules_for_the_client_are_listed():
-    from reference_impl.signalr.observer import BOOK_RULES, DRAFT_BOOK_RULES
+    from wirecheck.reference_impl.signalr.observer import BOOK_RULES, DRAFT_BOOK_RULES
     assert set(BOOK_RULES[C2S].values()) | set(DRAFT_BOOK_RULES.values()) <= listed("signalr")
     # the server's rows: the server's alone, but SIGR-STR-002, which _response also judges on the
     # client's Completion (v1)
@@ -452,7 +452,7 @@ def test_signalr_book_rules_for_the_client_are_listed():
 @pytest.mark.parametrize("protocol,rule,raising,silent",
                          [(p, r, a, b) for p, rules in PROFILE_ONLY.items() for r, (a, b) in rules.items()])
 def test_profile_only_rules_are_judged_in_one_profile_only(protocol, rule, raising, silent):
-    from reference_impl.signalr.messages import HandshakeRequest, HandshakeResponse
+    from wirecheck.reference_impl.signalr.messages import HandshakeRequest, HandshakeResponse
     events = [(C2S, HandshakeRequest("json", 1)), (S2C, HandshakeResponse()),
               ("bad", C2S, bad("an unknown field 'x'", Category.UNKNOWN_FIELD))]
     raised = {p: {v.requirement for v in Witness("*", rule, events, profile=p).run(protocol).violations
@@ -471,19 +471,19 @@ NO_ROW = {
 
 def _client_types(protocol) -> set:
     if protocol == "blipmq":
-        from reference_impl.blipmq.codec import FrameType
+        from wirecheck.reference_impl.blipmq.codec import FrameType
         return {t.name for t in FrameType}
     if protocol == "vibemq":
-        from reference_impl.vibemq.constants import TYPE_NAMES
+        from wirecheck.reference_impl.vibemq.constants import TYPE_NAMES
         return set(TYPE_NAMES.values())
     if protocol == "micromessage2":
         return {"Handshake", "Message", "Command", "Extension", "Error"}
     if protocol == "rabbitmq-stream":
         import dataclasses
-        from reference_impl.rabbitmq_stream import codec
+        from wirecheck.reference_impl.rabbitmq_stream import codec
         return {c.__name__ for c in vars(codec).values() if isinstance(c, type) and dataclasses.is_dataclass(c)
                 and isinstance(getattr(c, "key", None), int)}
-    from reference_impl.signalr import messages
+    from wirecheck.reference_impl.signalr import messages
     return {c.__name__ for c in vars(messages).values() if isinstance(c, type)
             and c.__module__ == messages.__name__ and c.__name__ != "HandshakeResponse"} | set(NO_ROW["signalr"])
 

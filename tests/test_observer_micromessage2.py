@@ -1,4 +1,4 @@
-"""The Micromessage2 observer (reference_impl/micromessage2/observer.py): each rule on frames fed
+"""The Micromessage2 observer (wirecheck/reference_impl/micromessage2/observer.py): each rule on frames fed
 straight in, a pcap with injected violations through the pipeline, and the repository's
 captures."""
 from __future__ import annotations
@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from conformance.pcapfile import PcapWriter, TcpConversation
-from pipeline.local import analyze
-from reference_impl.core import registry
-from reference_impl.core.errors import FrameError
-from reference_impl.core.observer import C2S, S2C
-from reference_impl.micromessage2 import codec
-from reference_impl.micromessage2.codec import Command, Error, ExtensionFrame, Handshake, Message
-from reference_impl.micromessage2.observer import MM2Observer
-from reference_impl.micromessage2.syntax import parse_extensions
+from wirecheck.conformance.pcapfile import PcapWriter, TcpConversation
+from wirecheck.pipeline.local import analyze
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.errors import FrameError
+from wirecheck.reference_impl.core.observer import C2S, S2C
+from wirecheck.reference_impl.micromessage2 import codec
+from wirecheck.reference_impl.micromessage2.codec import Command, Error, ExtensionFrame, Handshake, Message
+from wirecheck.reference_impl.micromessage2.observer import MM2Observer
+from wirecheck.reference_impl.micromessage2.syntax import parse_extensions
 
 SPEC = registry.get("micromessage2")
 CAPTURES = Path(__file__).resolve().parent.parent / "captures" / "micromessage2"

@@ -1,4 +1,4 @@
-"""The RabbitMQ Stream observer (reference_impl/rabbitmq_stream/observer.py): each rule on frames
+"""The RabbitMQ Stream observer (wirecheck/reference_impl/rabbitmq_stream/observer.py): each rule on frames
 fed straight in, a pcap with injected violations through the pipeline, and the repository's
 captures (the reference ones and RabbitMQ 3.10.8 with rstream)."""
 from __future__ import annotations
@@ -7,21 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from conformance.pcapfile import PcapWriter, TcpConversation
-from pipeline.local import analyze
-from reference_impl.core import registry
-from reference_impl.core.errors import FrameError
-from reference_impl.core.observer import C2S, S2C
-from reference_impl.rabbitmq_stream import codec
-from reference_impl.rabbitmq_stream.chunk import SimpleEntry, build_chunk
-from reference_impl.rabbitmq_stream.codec import (
+from wirecheck.conformance.pcapfile import PcapWriter, TcpConversation
+from wirecheck.pipeline.local import analyze
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.errors import FrameError
+from wirecheck.reference_impl.core.observer import C2S, S2C
+from wirecheck.reference_impl.rabbitmq_stream import codec
+from wirecheck.reference_impl.rabbitmq_stream.chunk import SimpleEntry, build_chunk
+from wirecheck.reference_impl.rabbitmq_stream.codec import (
     BrokerInfo, Close, CloseResponse, Create, CreateResponse, Credit, CreditResponse, DeclarePublisher,
     DeclarePublisherResponse, DeletePublisher, DeletePublisherResponse, Deliver, Metadata,
     MetadataResponse, MetadataUpdate, Open, OpenResponse, PeerProperties, PeerPropertiesResponse,
     Publish, PublishConfirm, PublishError, PublishedMessage, Route, RouteResponse, SaslAuthenticate,
     SaslAuthenticateResponse, SaslHandshake, SaslHandshakeResponse, StreamMetadata, Subscribe,
     SubscribeResponse, Tune, TuneResponse, Unsubscribe, UnsubscribeResponse)
-from reference_impl.rabbitmq_stream.observer import StreamObserver
+from wirecheck.reference_impl.rabbitmq_stream.observer import StreamObserver
 
 SPEC = registry.get("rabbitmq-stream")
 CAPTURES = Path(__file__).resolve().parent.parent / "captures" / "rabbitmq-stream"

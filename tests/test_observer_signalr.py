@@ -1,4 +1,4 @@
-"""The SignalR observer (reference_impl/signalr/observer.py): each rule on messages fed straight
+"""The SignalR observer (wirecheck/reference_impl/signalr/observer.py): each rule on messages fed straight
 in, a pcap with injected violations through the pipeline, and the repository's captures (the
 reference client, the suite, and the real clients of signalr-real-clients.md)."""
 from __future__ import annotations
@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from conformance.pcapfile import PcapWriter, TcpConversation
-from pipeline.local import analyze
-from reference_impl.core import registry
-from reference_impl.core.errors import Category, PayloadError
-from reference_impl.core.observer import C2S, S2C
-from reference_impl.signalr import codec
-from reference_impl.signalr.http_transport import HttpRequest, HttpResponse, WebSocketClose
-from reference_impl.signalr.messages import (CancelInvocation, Close, Completion, HandshakeRequest,
+from wirecheck.conformance.pcapfile import PcapWriter, TcpConversation
+from wirecheck.pipeline.local import analyze
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.errors import Category, PayloadError
+from wirecheck.reference_impl.core.observer import C2S, S2C
+from wirecheck.reference_impl.signalr import codec
+from wirecheck.reference_impl.signalr.http_transport import HttpRequest, HttpResponse, WebSocketClose
+from wirecheck.reference_impl.signalr.messages import (CancelInvocation, Close, Completion, HandshakeRequest,
                                              HandshakeResponse, Invocation, Ping, StreamCompletion,
                                              StreamInvocation, StreamItem)
-from reference_impl.signalr.observer import SignalRObserver
+from wirecheck.reference_impl.signalr.observer import SignalRObserver
 
 SPEC = registry.get("signalr")
 CAPTURES = Path(__file__).resolve().parent.parent / "captures" / "signalr"

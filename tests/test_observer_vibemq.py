@@ -1,4 +1,4 @@
-"""The VibeMQ observer (reference_impl/vibemq/observer.py): each rule caught with its
+"""The VibeMQ observer (wirecheck/reference_impl/vibemq/observer.py): each rule caught with its
 requirement, side and frame index; correct conversations clean (written by hand, and spoken
 by the reference session in each profile); a pcap with injected violations; the repository's
 captures."""
@@ -8,22 +8,22 @@ import os
 
 import pytest
 
-from conformance.pcapfile import PcapWriter, TcpConversation
-from conformance.requirements import catalogue
-from pipeline.local import analyze
-from reference_impl.core import registry
-from reference_impl.core.errors import FrameError
-from reference_impl.core.observer import C2S, S2C
-from reference_impl.vibemq import codec
-from reference_impl.vibemq import compression as comp
-from reference_impl.vibemq.constants import CommandType as T, Compression
-from reference_impl.vibemq.observer import VibeObserver
-from reference_impl.vibemq.session import SessionConfig, VibeSession
-from reference_impl.vibemq.state import BrokerState, StateConfig
+from wirecheck.conformance.pcapfile import PcapWriter, TcpConversation
+from wirecheck.conformance.requirements import catalogue
+from wirecheck.pipeline.local import analyze
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.errors import FrameError
+from wirecheck.reference_impl.core.observer import C2S, S2C
+from wirecheck.reference_impl.vibemq import codec
+from wirecheck.reference_impl.vibemq import compression as comp
+from wirecheck.reference_impl.vibemq.constants import CommandType as T, Compression
+from wirecheck.reference_impl.vibemq.observer import VibeObserver
+from wirecheck.reference_impl.vibemq.session import SessionConfig, VibeSession
+from wirecheck.reference_impl.vibemq.state import BrokerState, StateConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAPTURES = os.path.join(ROOT, "captures", "vibemq")
-CATALOGUE = catalogue("conformance.requirements.vibemq")
+CATALOGUE = catalogue("wirecheck.conformance.requirements.vibemq")
 AUTH = {"authPassword": "vibemq"}
 INFO = {"name": "q", "messageCount": 0, "subscriberCount": 1, "deliveryMode": "RoundRobin",
         "maxSize": 10000, "createdAt": "2026-02-18T10:00:00Z"}

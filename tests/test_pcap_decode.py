@@ -17,8 +17,8 @@ from scapy.layers.inet import IP, TCP  # noqa: E402
 from scapy.layers.l2 import Ether  # noqa: E402
 from scapy.utils import wrpcap, wrpcapng  # noqa: E402
 
-from conformance.pcapdecode import decode_pcap  # noqa: E402
-from reference_impl.blipmq import SPEC, codec  # noqa: E402
+from wirecheck.conformance.pcapdecode import decode_pcap  # noqa: E402
+from wirecheck.reference_impl.blipmq import SPEC, codec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 5555)
@@ -29,7 +29,7 @@ C_ISN, S_ISN = 4_294_967_000, 77_000       # the client's sequence numbers wrap 
 
 def wirecheck(*args: str) -> subprocess.CompletedProcess:
     exe = ROOT / ".venv" / "bin" / "wirecheck"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "conformance.cli"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "wirecheck"]
     return subprocess.run([*cmd, *args], capture_output=True, text=True, cwd=ROOT, timeout=120)
 
 
@@ -230,10 +230,10 @@ def test_feed_sized_reads_what_feed_items_reads(protocol):
     to what the frames and errors consumed."""
     import random
 
-    from conformance.pcapdecode import feed_items, feed_sized
-    from reference_impl.core import registry
+    from wirecheck.conformance.pcapdecode import feed_items, feed_sized
+    from wirecheck.reference_impl.core import registry
     spec = registry.get(protocol)
-    corpus = Path(__file__).resolve().parent.parent / "fuzz" / "corpora" / _SIZED[protocol]
+    corpus = Path(__file__).resolve().parent.parent / "wirecheck" / "fuzz" / "corpora" / _SIZED[protocol]
     rng = random.Random(3)
     checked = 0
     for path in sorted(corpus.iterdir()):

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from conformance.pcapdecode import decode_pcap
-from conformance.pcapfile import PcapWriter, TcpConversation, tcp_packet
-from pipeline import schema
-from pipeline.local import analyze as analyze_plain
-from pipeline.spark_job import analyze
-from pipeline.synthetic import write_set
-from reference_impl.blipmq import codec as blip
-from reference_impl.core import registry
+from wirecheck.conformance.pcapdecode import decode_pcap
+from wirecheck.conformance.pcapfile import PcapWriter, TcpConversation, tcp_packet
+from wirecheck.pipeline import schema
+from wirecheck.pipeline.local import analyze as analyze_plain
+from wirecheck.pipeline.spark_job import analyze
+from wirecheck.pipeline.synthetic import write_set
+from wirecheck.reference_impl.blipmq import codec as blip
+from wirecheck.reference_impl.core import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
@@ -158,7 +158,7 @@ def test_synthetic_set_rows_equal_the_plain_analysis(spark, tmp_path):
 
 def test_cli_analyze_writes_the_four_tables(tmp_path):
     out = tmp_path / "a"
-    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "analyze", str(CAPTURES / "blipmq"),
+    proc = subprocess.run([sys.executable, "-m", "wirecheck", "analyze", str(CAPTURES / "blipmq"),
                            "--out", str(out), "--master", "local[1]", "--json",
                            "--conf", "spark.driver.memory=600m", "--conf", "spark.sql.shuffle.partitions=3"],
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
@@ -184,7 +184,7 @@ def test_cli_analyze_writes_the_four_tables(tmp_path):
     (["analyze-fuzz", "reports", "--out", "/tmp/x", "--conf", "=1g"], "expected KEY=VALUE"),
 ])
 def test_cli_refuses_bad_input_before_starting_spark(argv, message, capsys):
-    from conformance.cli import main
+    from wirecheck.conformance.cli import main
     assert main(argv) == 2
     assert message in capsys.readouterr().err
 
@@ -193,8 +193,8 @@ def test_cli_refuses_bad_input_before_starting_spark(argv, message, capsys):
 def test_read_file_batches_sort_back_to_file_order(tmp_path, monkeypatch, batch, hold):
     """Step 1's batches, sorted by their key as the shuffle sorts them, give each address pair's
     segments in file order, whatever the batch and hold limits."""
-    from conformance.pcapfile import PcapReader
-    from pipeline import spark_job
+    from wirecheck.conformance.pcapfile import PcapReader
+    from wirecheck.pipeline import spark_job
     monkeypatch.setattr(spark_job, "BATCH_SEGMENTS", batch)
     monkeypatch.setattr(spark_job, "BATCH_HOLD_BYTES", hold)
     path = tmp_path / "mixed.pcap"
@@ -217,7 +217,7 @@ def test_injected_violations_are_found_exactly_on_spark(spark, tmp_path):
     """Conversations with known violations (tests/test_observer_blipmq.py), one per client in
     one capture: Spark's violations table has exactly those, for each conversation."""
     from tests.test_observer_blipmq import INJECTED, write_injected
-    from conformance.pcapfile import PcapReader
+    from wirecheck.conformance.pcapfile import PcapReader
     parts = []
     for n in range(6):
         write_injected(tmp_path / f"c{n}.pcap", client=("10.1.1.1", 40000 + n))
@@ -246,12 +246,12 @@ def _server_burst(protocol: str) -> tuple[list[bytes], list[bytes], list[bytes]]
         burst = [blip.Ack(1), blip.Publish(7, 1, "t", b"x" * 300), blip.Pong(2), blip.Publish(8, 0, "topic", b"y")]
         return [blip.encode(blip.Hello(1)), blip.encode(blip.Ping(2))], [], [blip.encode(f) for f in burst]
     if protocol == "vibemq":
-        from reference_impl.vibemq import codec as vibe
-        from reference_impl.vibemq.constants import CommandType
+        from wirecheck.reference_impl.vibemq import codec as vibe
+        from wirecheck.reference_impl.vibemq.constants import CommandType
         burst = [vibe.Message(CommandType.DELIVER, f"m{n}", "q", {"n": "z" * (40 * n)}) for n in range(4)]
         return [], [], [vibe.encode(m) for m in burst]
     if protocol == "micromessage2":
-        from reference_impl.micromessage2 import codec as mm2
+        from wirecheck.reference_impl.micromessage2 import codec as mm2
         offer = mm2.encode_handshake(mm2.Handshake("client"))
         burst = [mm2.Message(1, "q", b"a" * 200), mm2.Command("ping"),
                  mm2.Message(2, "topic", b"b", (("k", "v"),)), mm2.Error("no")]
@@ -260,7 +260,7 @@ def _server_burst(protocol: str) -> tuple[list[bytes], list[bytes], list[bytes]]
                 [mm2.encode(f) for f in burst[:3]] + [mm2.encode_message(mm2.Message(3, "q", b"c" * 90), 40),
                                                       mm2.encode(burst[3])])
     if protocol == "rabbitmq-stream":
-        from reference_impl.rabbitmq_stream import codec as rmqs
+        from wirecheck.reference_impl.rabbitmq_stream import codec as rmqs
         burst = [rmqs.PeerPropertiesResponse(1, 1, {"product": "p" * 80}), rmqs.Tune(1048576, 60),
                  rmqs.Heartbeat(), rmqs.MetadataUpdate(6, "stream-" + "s" * 30),
                  rmqs.Close(3, 1, "bye")]

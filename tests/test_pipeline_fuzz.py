@@ -1,4 +1,4 @@
-"""``wirecheck analyze-fuzz`` (pipeline/fuzz_job.py) over campaign summaries of three nights."""
+"""``wirecheck analyze-fuzz`` (wirecheck/pipeline/fuzz_job.py) over campaign summaries of three nights."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pipeline.fuzz_job import CampaignError, analyze_fuzz, campaign_files
+from wirecheck.pipeline.fuzz_job import CampaignError, analyze_fuzz, campaign_files
 
 pytestmark = pytest.mark.slow
 

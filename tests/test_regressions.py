@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from conformance import replay
-from reference_impl.core import registry
-from reference_impl.core.server import ThreadedServer
+from wirecheck.conformance import replay
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.server import ThreadedServer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REGRESSIONS = os.path.join(ROOT, "captures", "regressions")

@@ -1,5 +1,5 @@
 """Capture files, TCP reassembly, the recording relay and ``wirecheck replay``
-(conformance/pcapfile.py, tcpflows.py, capture.py, replay.py)."""
+(wirecheck/conformance/pcapfile.py, tcpflows.py, capture.py, replay.py)."""
 from __future__ import annotations
 
 import asyncio
@@ -14,15 +14,15 @@ import sys
 
 import pytest
 
-from conformance import replay
-from conformance.capture import CaptureFile, CaptureProxy
-from conformance.pcapdecode import decode_pcap
-from conformance.pcapfile import (CaptureFormatError, PcapReader, PcapWriter, Segment, TcpConversation,
+from wirecheck.conformance import replay
+from wirecheck.conformance.capture import CaptureFile, CaptureProxy
+from wirecheck.conformance.pcapdecode import decode_pcap
+from wirecheck.conformance.pcapfile import (CaptureFormatError, PcapReader, PcapWriter, Segment, TcpConversation,
                                   tcp_packet)
-from conformance.tcpflows import TcpReassembler
-from reference_impl.blipmq import codec as blip
-from reference_impl.core import registry
-from reference_impl.core.server import ThreadedServer
+from wirecheck.conformance.tcpflows import TcpReassembler
+from wirecheck.reference_impl.blipmq import codec as blip
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.server import ThreadedServer
 
 from .faulty_targets import WrongNackCode, broker_with
 
@@ -492,7 +492,7 @@ def test_replay_of_a_byte_file(tmp_path):
 
 
 def _cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "wirecheck", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
 
 

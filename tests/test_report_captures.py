@@ -1,6 +1,6 @@
 """The report's Captures section: ``wirecheck report`` reads capture analyses (``wirecheck analyze
 CAPTURES --out DIR``: DIR, or DIR/summary.json) beside result files and campaign summaries. The
-summaries are made by hand here in the shape pipeline/spark_job.py writes (no Spark): loading,
+summaries are made by hand here in the shape wirecheck/pipeline/spark_job.py writes (no Spark): loading,
 refusals, violations linked to the requirements' rows, bar charts, latency in ms, codes,
 totals, the filters' attributes (and the filters run in headless Chromium), index.json's
 "analyses", and a report of a suite run, a campaign and an analysis together."""
@@ -11,9 +11,9 @@ import subprocess
 
 import pytest
 
-from conformance.report_html import render
-from conformance.report_index import index, write
-from conformance.results import Analysis, Campaign, ReportError, Run, load_inputs, load_run, load_runs
+from wirecheck.conformance.report_html import render
+from wirecheck.conformance.report_index import index, write
+from wirecheck.conformance.results import Analysis, Campaign, ReportError, Run, load_inputs, load_run, load_runs
 
 from .test_reports import _chromium, wirecheck
 

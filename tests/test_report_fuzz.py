@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from conformance.report_html import render
-from conformance.results import Campaign, ReportError, load_inputs
+from wirecheck.conformance.report_html import render
+from wirecheck.conformance.results import Campaign, ReportError, load_inputs
 
 from .test_reports import _chromium, wirecheck
 
@@ -35,8 +35,8 @@ def inputs(tmp_path_factory):
 def with_findings(doc: dict) -> dict:
     """The real campaign a day earlier, with what a bad night finds: an in-process crash found
     by two jobs and minimized (its signature carries markup, quotes and control bytes, as a
-    target's bytes can), a live crash with its reproduce command (the shape fuzz/live.py and
-    fuzz/campaign.py give it), and a job that failed."""
+    target's bytes can), a live crash with its reproduce command (the shape wirecheck/fuzz/live.py and
+    wirecheck/fuzz/campaign.py give it), and a job that failed."""
     doc = copy.deepcopy(doc)
     doc["started"] -= DAY
     names = [j["name"] for j in doc["jobs"]]
@@ -176,7 +176,7 @@ def test_what_is_neither_is_refused(inputs, tmp_path):
     result = wirecheck("report", str(empty), "--out", str(tmp_path / "o.html"))
     assert result.returncode == 2 and "no result files or fuzz campaign summaries" in result.stderr
     with pytest.raises(ReportError, match="fuzz campaign summary, not a result file"):
-        from conformance.results import load_runs
+        from wirecheck.conformance.results import load_runs
         load_runs([str(inputs / "campaign.json")])
 
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from reference_impl.core.server import ThreadedServer
+from wirecheck.reference_impl.core.server import ThreadedServer
 
 from .helpers import run_scratch_suite
 from .faulty_targets import WrongNackCode, broker_with
@@ -20,7 +20,7 @@ SELECTION = "test_publish_empty_topic or test_ping_after_auth_gets_pong"
 
 
 def wirecheck(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "wirecheck", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -164,12 +164,12 @@ def test_allure_command_line_builds_its_report(tmp_path):
 
 def test_informational_verdict_is_neither_pass_nor_failure(tmp_path):
     result, doc = run_scratch_suite(
-        tmp_path, "import pytest\nfrom conformance.verdicts import informational\n\n"
+        tmp_path, "import pytest\nfrom wirecheck.conformance.verdicts import informational\n\n"
         "@pytest.mark.requirement('BLIP-PING-001')\ndef test_i():\n    informational('answers in 3 ms')\n")
     assert result.returncode == 0, result.stdout
     (test,) = doc["tests"]
     assert test["verdict"] == "INFORMATIONAL" and "answers in 3 ms" in test["message"]
     assert doc["summary"]["blipmq"]["failing_requirements"] == []
-    from conformance.results import load_run
+    from wirecheck.conformance.results import load_run
     run = load_run(str(tmp_path / "scratch.json"))
     assert run.conformant("blipmq") and run.requirement_verdicts("blipmq")["BLIP-PING-001"][0] == "INFORMATIONAL"

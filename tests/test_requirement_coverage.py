@@ -6,8 +6,8 @@ import pkgutil
 
 import pytest
 
-from conformance.requirements import catalogue
-from reference_impl.core import registry
+from wirecheck.conformance.requirements import catalogue
+from wirecheck.reference_impl.core import registry
 
 
 def suite_tests(spec):

@@ -13,9 +13,9 @@ import pytest
 
 pytest.importorskip("scapy")
 
-from conformance.pcapdecode import decode_pcap  # noqa: E402
-from reference_impl.core import registry  # noqa: E402
-from reference_impl.rabbitmq_stream import codec  # noqa: E402
+from wirecheck.conformance.pcapdecode import decode_pcap  # noqa: E402
+from wirecheck.reference_impl.core import registry  # noqa: E402
+from wirecheck.reference_impl.rabbitmq_stream import codec  # noqa: E402
 
 from .helpers import decode_three_ways  # noqa: E402
 

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference_impl.core.errors import FrameError
-from reference_impl.rabbitmq_stream.chunk import (HEADER, SimpleEntry, SubBatchEntry, build_chunk,
+from wirecheck.reference_impl.core.errors import FrameError
+from wirecheck.reference_impl.rabbitmq_stream.chunk import (HEADER, SimpleEntry, SubBatchEntry, build_chunk,
                                                   parse_chunk, walk_entries)
 
 

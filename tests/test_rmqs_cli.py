@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 
-from reference_impl.rabbitmq_stream.client import StreamClient
+from wirecheck.reference_impl.rabbitmq_stream.client import StreamClient
 
 from .blipmq_proc import BrokerProcess
 from .test_cli import ROOT, lines, wirecheck
@@ -106,9 +106,9 @@ def test_wait_confirms_ends_when_the_connection_does():
     wait_confirms raises ConnectionClosed at once, not after its timeout."""
     import time
 
-    from reference_impl.core import registry
-    from reference_impl.core.client import ConnectionClosed
-    from reference_impl.core.server import ThreadedServer
+    from wirecheck.reference_impl.core import registry
+    from wirecheck.reference_impl.core.client import ConnectionClosed
+    from wirecheck.reference_impl.core.server import ThreadedServer
 
     async def go(port):
         c = await StreamClient.connect("127.0.0.1", port, timeout=30.0)

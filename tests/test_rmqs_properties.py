@@ -12,19 +12,19 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conformance.strategies import rabbitmq_stream as rs
-from conformance.strategies.invariants import (assert_same,
+from wirecheck.conformance.strategies import rabbitmq_stream as rs
+from wirecheck.conformance.strategies.invariants import (assert_same,
                                                assert_split_invariant, decode_chunked, decode_whole)
-from reference_impl.core import registry
-from reference_impl.core.errors import Category, FrameError
-from reference_impl.rabbitmq_stream import codec
-from reference_impl.rabbitmq_stream.chunk import (DEFAULT_MAX_UNCOMPRESSED, Chunk, SimpleEntry,
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.errors import Category, FrameError
+from wirecheck.reference_impl.rabbitmq_stream import codec
+from wirecheck.reference_impl.rabbitmq_stream.chunk import (DEFAULT_MAX_UNCOMPRESSED, Chunk, SimpleEntry,
                                                   SubBatchEntry, build_chunk, parse_chunk)
-from reference_impl.rabbitmq_stream.codec import RawFrame
-from reference_impl.rabbitmq_stream.constants import Code, Compression
-from reference_impl.rabbitmq_stream.session import SessionConfig, StreamSession
-from reference_impl.rabbitmq_stream.state import BrokerState
-from reference_impl.rabbitmq_stream.store import StreamStore
+from wirecheck.reference_impl.rabbitmq_stream.codec import RawFrame
+from wirecheck.reference_impl.rabbitmq_stream.constants import Code, Compression
+from wirecheck.reference_impl.rabbitmq_stream.session import SessionConfig, StreamSession
+from wirecheck.reference_impl.rabbitmq_stream.state import BrokerState
+from wirecheck.reference_impl.rabbitmq_stream.store import StreamStore
 
 SPEC = registry.get("rabbitmq-stream")
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

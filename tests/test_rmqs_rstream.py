@@ -8,8 +8,8 @@ import pytest
 
 rstream = pytest.importorskip("rstream")
 
-from reference_impl.core.server import ThreadedServer  # noqa: E402
-from reference_impl.rabbitmq_stream import make_broker  # noqa: E402
+from wirecheck.reference_impl.core.server import ThreadedServer  # noqa: E402
+from wirecheck.reference_impl.rabbitmq_stream import make_broker  # noqa: E402
 
 N = 300
 STEP = 10          # seconds: every wait below is bounded

@@ -3,10 +3,10 @@ import asyncio
 
 import pytest
 
-from reference_impl.core.server import ThreadedServer
-from reference_impl.rabbitmq_stream import make_broker, sasl
-from reference_impl.rabbitmq_stream.client import StreamClient
-from reference_impl.rabbitmq_stream.constants import Code
+from wirecheck.reference_impl.core.server import ThreadedServer
+from wirecheck.reference_impl.rabbitmq_stream import make_broker, sasl
+from wirecheck.reference_impl.rabbitmq_stream.client import StreamClient
+from wirecheck.reference_impl.rabbitmq_stream.constants import Code
 
 
 def amqplain(user: str, password: str) -> bytes:

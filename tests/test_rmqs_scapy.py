@@ -21,11 +21,11 @@ from scapy.sessions import TCPSession  # noqa: E402
 from scapy.utils import PcapReader, wrpcap  # noqa: E402
 from tests.helpers import tcp_conversation  # noqa: E402
 
-from conformance.strategies import rabbitmq_stream as rs  # noqa: E402
-from reference_impl.rabbitmq_stream import codec  # noqa: E402
-from reference_impl.rabbitmq_stream.chunk import (Chunk, SimpleEntry, SubBatchEntry,  # noqa: E402
+from wirecheck.conformance.strategies import rabbitmq_stream as rs  # noqa: E402
+from wirecheck.reference_impl.rabbitmq_stream import codec  # noqa: E402
+from wirecheck.reference_impl.rabbitmq_stream.chunk import (Chunk, SimpleEntry, SubBatchEntry,  # noqa: E402
                                                   build_chunk)
-from reference_impl.rabbitmq_stream.scapy_layer import (BODY_LAYERS, FIELD_NAMES,  # noqa: E402
+from wirecheck.reference_impl.rabbitmq_stream.scapy_layer import (BODY_LAYERS, FIELD_NAMES,  # noqa: E402
                                                         OsirisChunk, RabbitMQStream,
                                                         RMQSSimpleEntry, RMQSSubBatchEntry,
                                                         bind_rabbitmq_stream, frames)

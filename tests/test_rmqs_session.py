@@ -4,8 +4,8 @@ breaking against RabbitMQ 3.10.8 (rabbitmq-stream-protocol.adoc "Authentication"
 checked in memory with a fake clock."""
 import pytest
 
-from reference_impl.rabbitmq_stream import codec
-from reference_impl.rabbitmq_stream.codec import (Close, CloseResponse, ConsumerUpdate, ConsumerUpdateResponse,
+from wirecheck.reference_impl.rabbitmq_stream import codec
+from wirecheck.reference_impl.rabbitmq_stream.codec import (Close, CloseResponse, ConsumerUpdate, ConsumerUpdateResponse,
                                                   Create, CreateResponse, Credit, DeclarePublisher,
                                                   DeclarePublisherResponse, Delete, DeleteResponse,
                                                   DeletePublisher, DeletePublisherResponse, Deliver,
@@ -16,10 +16,10 @@ from reference_impl.rabbitmq_stream.codec import (Close, CloseResponse, Consumer
                                                   SaslAuthenticateResponse, SaslHandshake,
                                                   SaslHandshakeResponse, Subscribe, SubscribeResponse, Tune,
                                                   TuneResponse, Unsubscribe, UnsubscribeResponse)
-from reference_impl.rabbitmq_stream.constants import Code, Key, OffsetType
-from reference_impl.rabbitmq_stream.session import Phase, SessionConfig, StreamSession
-from reference_impl.rabbitmq_stream.state import BrokerState
-from reference_impl.rabbitmq_stream.store import StreamStore
+from wirecheck.reference_impl.rabbitmq_stream.constants import Code, Key, OffsetType
+from wirecheck.reference_impl.rabbitmq_stream.session import Phase, SessionConfig, StreamSession
+from wirecheck.reference_impl.rabbitmq_stream.state import BrokerState
+from wirecheck.reference_impl.rabbitmq_stream.store import StreamStore
 
 SAC = {"single-active-consumer": "true", "name": "group"}
 
@@ -284,9 +284,9 @@ def test_delete_drops_the_group_without_promoting():
 
 def test_a_connection_that_never_opens_is_dropped_after_the_handshake_timeout():
     # RabbitMQ 3.10 closes a connection that has not sent Open within 10 s (no frame).
-    from reference_impl.rabbitmq_stream.session import SessionConfig, StreamSession
-    from reference_impl.rabbitmq_stream.state import BrokerState
-    from reference_impl.rabbitmq_stream.store import StreamStore
+    from wirecheck.reference_impl.rabbitmq_stream.session import SessionConfig, StreamSession
+    from wirecheck.reference_impl.rabbitmq_stream.state import BrokerState
+    from wirecheck.reference_impl.rabbitmq_stream.store import StreamStore
     session = StreamSession(BrokerState(StreamStore(None)), SessionConfig())
     assert session.tick(100.0) == [] and not session.closed
     assert session.tick(109.9) == [] and not session.closed

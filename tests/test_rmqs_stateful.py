@@ -1,10 +1,10 @@
-"""The RabbitMQ Stream state machine (conformance/strategies/rabbitmq_stream_machine.py) against
+"""The RabbitMQ Stream state machine (wirecheck/conformance/strategies/rabbitmq_stream_machine.py) against
 the reference session in memory: handshake, streams, publishers, publishes with confirms and
 deduplication, subscriptions with credit, stored offsets; every answer checked against the
 model, every Deliver's offsets and messages too."""
 from hypothesis import HealthCheck, settings
 
-from conformance.strategies.rabbitmq_stream_machine import StreamMachine
+from wirecheck.conformance.strategies.rabbitmq_stream_machine import StreamMachine
 
 
 class SessionMachine(StreamMachine):

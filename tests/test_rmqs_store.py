@@ -5,11 +5,11 @@ from urllib.parse import quote
 
 import pytest
 
-from reference_impl.rabbitmq_stream import store as store_mod
-from reference_impl.rabbitmq_stream.chunk import (HEADER_SIZE, SimpleEntry, SubBatchEntry,
+from wirecheck.reference_impl.rabbitmq_stream import store as store_mod
+from wirecheck.reference_impl.rabbitmq_stream.chunk import (HEADER_SIZE, SimpleEntry, SubBatchEntry,
                                                   TrackingType, parse_tracking)
-from reference_impl.rabbitmq_stream.constants import ChunkType, Compression
-from reference_impl.rabbitmq_stream.store import (StoreError, StreamStore, parse_arguments,
+from wirecheck.reference_impl.rabbitmq_stream.constants import ChunkType, Compression
+from wirecheck.reference_impl.rabbitmq_stream.store import (StoreError, StreamStore, parse_arguments,
                                                   parse_duration, segment_filename,
                                                   stream_dirname)
 

@@ -1,7 +1,7 @@
 """The RabbitMQ Stream black-box suite against a real RabbitMQ 3.10.8 with the profile that
 describes it (``rabbitmq-3.10``): the kit's reading of the protocol must hold for the real
 server, where it differs from the document only through the profile (features and waivers,
-reference_impl/rabbitmq_stream/__init__.py)."""
+wirecheck/reference_impl/rabbitmq_stream/__init__.py)."""
 from __future__ import annotations
 
 import json
@@ -27,7 +27,7 @@ def rabbitmq():
 
 def test_suite_passes_against_real_rabbitmq_310(rabbitmq, tmp_path):
     report = tmp_path / "rmqs-real.json"
-    cmd = [sys.executable, "-m", "conformance.cli", "check", "--protocol", "rabbitmq-stream",
+    cmd = [sys.executable, "-m", "wirecheck", "check", "--protocol", "rabbitmq-stream",
            "--target", f"{rabbitmq.host}:{rabbitmq.stream_port}", "--profile", "rabbitmq-3.10",
            "-n", "2", "--report", str(report)]
     result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -50,10 +50,10 @@ def test_suite_passes_against_real_rabbitmq_310(rabbitmq, tmp_path):
                                      "rabbitmq-stream-rstream-probe-unknown-cmds.pcap"])
 def test_real_capture_replays_against_real_rabbitmq(rabbitmq, capture):
     """The real client's capture, replayed against a real RabbitMQ started here, is
-    equivalent modulo the masks (conformance/replay_rules.py); twice in a row, since the
+    equivalent modulo the masks (wirecheck/conformance/replay_rules.py); twice in a row, since the
     replay gives the streams names of their own."""
-    from conformance import replay
-    from reference_impl.core import registry
+    from wirecheck.conformance import replay
+    from wirecheck.reference_impl.core import registry
     spec = registry.get("rabbitmq-stream")
     path = os.path.join(ROOT, "captures", "rabbitmq-stream", "real", capture)
     for attempt in range(2):

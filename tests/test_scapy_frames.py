@@ -1,4 +1,4 @@
-"""TCP reassembly of every protocol's scapy envelope (reference_impl/core/scapy_frames.py):
+"""TCP reassembly of every protocol's scapy envelope (wirecheck/reference_impl/core/scapy_frames.py):
 nothing until a whole frame is there, whole frames as consecutive layers with the partial rest
 as Padding, and a direction whose length prefix is out of bounds left unframed (Raw).
 Parametrized over the registry; the per-protocol files cross-check fields with the codecs."""
@@ -8,8 +8,8 @@ pytest.importorskip("scapy")
 
 from scapy.packet import Padding, Raw  # noqa: E402
 
-from reference_impl.core import registry  # noqa: E402
-from reference_impl.core.scapy_frames import frames_of  # noqa: E402
+from wirecheck.reference_impl.core import registry  # noqa: E402
+from wirecheck.reference_impl.core.scapy_frames import frames_of  # noqa: E402
 
 SPECS = registry.all_protocols()
 
@@ -28,7 +28,7 @@ def _two_frames(spec) -> tuple[bytes, bytes]:
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_tcp_reassemble(spec):
     layer = spec.load("scapy_layer")
-    from reference_impl.core.scapy_frames import PrefixedFrame
+    from wirecheck.reference_impl.core.scapy_frames import PrefixedFrame
     if layer.tcp_reassemble.__func__ is not PrefixedFrame.tcp_reassemble.__func__:
         pytest.skip(f"{spec.id} cuts records its own way (no u32 prefix); its scapy test covers it")
     first, second = _two_frames(spec)

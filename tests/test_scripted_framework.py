@@ -1,4 +1,4 @@
-"""The frame-aware scenario machinery (conformance/scripted/__init__.py) without a network: a
+"""The frame-aware scenario machinery (wirecheck/conformance/scripted/__init__.py) without a network: a
 splitter gives the same whole frames whatever the chunking, gives up (passes bytes on as they
 come) on a size it cannot hold, and a scenario that fails on a frame passes it on unchanged
 instead of killing the connection."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import struct
 
-from conformance.scripted import CLIENT_HELD_FRAME, FrameShaper, LengthPrefixed
+from wirecheck.conformance.scripted import CLIENT_HELD_FRAME, FrameShaper, LengthPrefixed
 
 
 class FourByteSize(LengthPrefixed):

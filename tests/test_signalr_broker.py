@@ -1,5 +1,5 @@
-"""The SignalR reference hub server (reference_impl/signalr/broker.py) and client
-(reference_impl/signalr/client.py): negotiate versions 0 and 1 and the request shapes of the
+"""The SignalR reference hub server (wirecheck/reference_impl/signalr/broker.py) and client
+(wirecheck/reference_impl/signalr/client.py): negotiate versions 0 and 1 and the request shapes of the
 real clients (signalr-real-clients.md), token use and expiry, raw TCP and WebSocket, text vs
 binary WebSocket messages, keep-alive and timeouts with small intervals. Every wait is bounded.
 """
@@ -12,11 +12,11 @@ import time
 import aiohttp
 import pytest
 
-from reference_impl.core.client import ConnectionClosed
-from reference_impl.core.server import ThreadedServer
-from reference_impl.signalr.broker import Negotiations, make_broker
-from reference_impl.signalr.client import HubClient, HubError, negotiate
-from reference_impl.signalr.codec import Decoder
+from wirecheck.reference_impl.core.client import ConnectionClosed
+from wirecheck.reference_impl.core.server import ThreadedServer
+from wirecheck.reference_impl.signalr.broker import Negotiations, make_broker
+from wirecheck.reference_impl.signalr.client import HubClient, HubError, negotiate
+from wirecheck.reference_impl.signalr.codec import Decoder
 
 STEP = 10.0
 PROTOCOLS = ("json", "messagepack")
@@ -487,7 +487,7 @@ def test_cli_serve_prints_and_serves_both_transports(tmp_path):
     import signal
     import subprocess
     import sys
-    proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "serve", "--protocol", "signalr",
+    proc = subprocess.Popen([sys.executable, "-m", "wirecheck", "serve", "--protocol", "signalr",
                              "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:

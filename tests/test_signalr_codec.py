@@ -8,12 +8,12 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from reference_impl.core.errors import Category, FrameError
-from reference_impl.signalr import codec
-from reference_impl.signalr.codec import SignalRLimits
-from reference_impl.signalr.framing import (BINARY, RecordReader, decode_text_binary,
+from wirecheck.reference_impl.core.errors import Category, FrameError
+from wirecheck.reference_impl.signalr import codec
+from wirecheck.reference_impl.signalr.codec import SignalRLimits
+from wirecheck.reference_impl.signalr.framing import (BINARY, RecordReader, decode_text_binary,
                                             encode_text_binary, encode_varint, frame_binary)
-from reference_impl.signalr.messages import (Ack, CancelInvocation, Close, Completion,
+from wirecheck.reference_impl.signalr.messages import (Ack, CancelInvocation, Close, Completion,
                                              HandshakeRequest, HandshakeResponse, Invocation,
                                              Ping, Sequence, StreamCompletion, StreamInvocation,
                                              StreamItem)

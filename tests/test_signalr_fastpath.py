@@ -1,4 +1,4 @@
-"""The fast path (reference_impl/signalr/fastpath.py) may only ever answer what the careful
+"""The fast path (wirecheck/reference_impl/signalr/fastpath.py) may only ever answer what the careful
 parsers answer: for every record, either it declines (None) or its message equals the careful
 one; where the careful parser raises, it declines. Checked on generated valid messages, the
 strategies' invalid records, hand-picked records where orjson and json differ, and mutations.
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.strategies import signalr as strat
-from reference_impl.core.errors import FrameError
-from reference_impl.signalr import codec, fastpath, json_protocol, msgpack_protocol
+from wirecheck.conformance.strategies import signalr as strat
+from wirecheck.reference_impl.core.errors import FrameError
+from wirecheck.reference_impl.signalr import codec, fastpath, json_protocol, msgpack_protocol
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -1,4 +1,4 @@
-"""SignalR's HTTP + WebSocket transport decoder (reference_impl/signalr/http_transport.py): both
+"""SignalR's HTTP + WebSocket transport decoder (wirecheck/reference_impl/signalr/http_transport.py): both
 directions of negotiate (keep-alive, chunked) and of the WebSocket connection (upgrade, 101,
 masked client frames, unmasked server frames, JSON and MessagePack hub records, fragments,
 ping/pong/close), the request shapes of the real clients (signalr-real-clients.md), a session
@@ -17,17 +17,17 @@ import threading
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conformance.websocket import FrameReader, encode_frame, negotiate, open_socket
-from reference_impl.core import registry
-from reference_impl.core.errors import Category, FrameError
-from reference_impl.core.server import ThreadedServer
-from reference_impl.signalr import codec, http_transport
-from reference_impl.signalr.broker import make_broker
-from reference_impl.signalr.http_transport import (CaptureDecoder, HttpRequest, HttpResponse,
+from wirecheck.conformance.websocket import FrameReader, encode_frame, negotiate, open_socket
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.errors import Category, FrameError
+from wirecheck.reference_impl.core.server import ThreadedServer
+from wirecheck.reference_impl.signalr import codec, http_transport
+from wirecheck.reference_impl.signalr.broker import make_broker
+from wirecheck.reference_impl.signalr.http_transport import (CaptureDecoder, HttpRequest, HttpResponse,
                                                    TransportDecoder, TransportLimits,
                                                    WebSocketClose, WebSocketPing, WebSocketPong,
                                                    frame_to_dict, header_values, sniff)
-from reference_impl.signalr.messages import (Close, Completion, HandshakeRequest,
+from wirecheck.reference_impl.signalr.messages import (Close, Completion, HandshakeRequest,
                                              HandshakeResponse, Invocation, Ping, StreamItem)
 
 STEP = 5.0                    # every socket read in this file times out after this
@@ -55,7 +55,7 @@ def _feed(dec, pieces: list[bytes]):
             frames += dec.feed(piece)
         frames += dec.eof()
     except FrameError as exc:
-        assert type(exc).__module__ == "reference_impl.core.errors"
+        assert type(exc).__module__ == "wirecheck.reference_impl.core.errors"
         assert exc.protocol == "signalr"
         frames += exc.frames
         error = (exc.category, exc.offset)

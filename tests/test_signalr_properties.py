@@ -11,15 +11,15 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conformance.strategies import signalr as S
-from conformance.strategies.signalr import DecoderSpec
-from conformance.strategies.invariants import assert_split_invariant, decode_whole
-from reference_impl.core.errors import Category, FrameError
-from reference_impl.signalr import codec
-from reference_impl.signalr.codec import SignalRLimits
-from reference_impl.signalr.constants import JSON, MESSAGEPACK
-from reference_impl.signalr.framing import encode_varint, frame_binary
-from reference_impl.signalr.messages import (HandshakeRequest, HandshakeResponse, Invocation,
+from wirecheck.conformance.strategies import signalr as S
+from wirecheck.conformance.strategies.signalr import DecoderSpec
+from wirecheck.conformance.strategies.invariants import assert_split_invariant, decode_whole
+from wirecheck.reference_impl.core.errors import Category, FrameError
+from wirecheck.reference_impl.signalr import codec
+from wirecheck.reference_impl.signalr.codec import SignalRLimits
+from wirecheck.reference_impl.signalr.constants import JSON, MESSAGEPACK
+from wirecheck.reference_impl.signalr.framing import encode_varint, frame_binary
+from wirecheck.reference_impl.signalr.messages import (HandshakeRequest, HandshakeResponse, Invocation,
                                              PROFILE_MESSAGES, StreamItem)
 
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

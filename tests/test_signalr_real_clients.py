@@ -19,8 +19,8 @@ import time
 
 import pytest
 
-from reference_impl.core.server import ThreadedServer
-from reference_impl.signalr.broker import make_broker
+from wirecheck.reference_impl.core.server import ThreadedServer
+from wirecheck.reference_impl.signalr.broker import make_broker
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JS_DIR = os.path.join(HERE, "signalr_js")

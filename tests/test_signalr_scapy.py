@@ -20,11 +20,11 @@ from scapy.sessions import TCPSession  # noqa: E402
 from scapy.utils import wrpcap  # noqa: E402
 from tests.helpers import tcp_conversation  # noqa: E402
 
-from conformance.strategies import signalr as S  # noqa: E402
-from reference_impl.signalr import codec  # noqa: E402
-from reference_impl.signalr.messages import (HandshakeRequest, HandshakeResponse,  # noqa: E402
+from wirecheck.conformance.strategies import signalr as S  # noqa: E402
+from wirecheck.reference_impl.signalr import codec  # noqa: E402
+from wirecheck.reference_impl.signalr.messages import (HandshakeRequest, HandshakeResponse,  # noqa: E402
                                              Invocation, Ping, StreamItem)
-from reference_impl.signalr.scapy_layer import (RAW_TCP_PORT, SignalR,  # noqa: E402
+from wirecheck.reference_impl.signalr.scapy_layer import (RAW_TCP_PORT, SignalR,  # noqa: E402
                                                 SignalRHandshake, SignalRJSON, SignalRMsgPack,
                                                 bind_signalr, frames)
 

@@ -1,13 +1,13 @@
-"""The SignalR server session (reference_impl/signalr/session.py) in memory: handshake paths,
+"""The SignalR server session (wirecheck/reference_impl/signalr/session.py) in memory: handshake paths,
 timers with a fake clock, streams played on ticks, client streams, bounds, protocol errors,
 and the draft profile's readings."""
 import pytest
 
-from reference_impl.signalr import codec
-from reference_impl.signalr.messages import (CancelInvocation, Close, Completion,
+from wirecheck.reference_impl.signalr import codec
+from wirecheck.reference_impl.signalr.messages import (CancelInvocation, Close, Completion,
                                              HandshakeRequest, HandshakeResponse, Invocation,
                                              Ping, StreamCompletion, StreamInvocation, StreamItem)
-from reference_impl.signalr.session import HubConfig, HubSession
+from wirecheck.reference_impl.signalr.session import HubConfig, HubSession
 
 
 class Peer:

@@ -1,9 +1,9 @@
-"""The SignalR invocation/stream state machine (conformance/strategies/signalr_machine.py)
+"""The SignalR invocation/stream state machine (wirecheck/conformance/strategies/signalr_machine.py)
 against the reference session in memory, both encodings and both profiles. The same machine
-runs over the wire in conformance/suites/signalr/test_stateful.py."""
+runs over the wire in wirecheck/conformance/suites/signalr/test_stateful.py."""
 from hypothesis import HealthCheck, settings
 
-from conformance.strategies.signalr_machine import HubMachine, SessionDriver
+from wirecheck.conformance.strategies.signalr_machine import HubMachine, SessionDriver
 
 _SETTINGS = settings(max_examples=60, stateful_step_count=25, deadline=None,
                      suppress_health_check=[HealthCheck.too_slow])

@@ -1,5 +1,5 @@
 """The SignalR suite as a CI gate: it passes against the reference hub over raw TCP (the
-embedded run of conformance/suites/signalr covers HTTP + WebSocket) and fails, naming the
+embedded run of wirecheck/conformance/suites/signalr covers HTTP + WebSocket) and fails, naming the
 requirement, against hubs that break one rule each (tests/signalr_faulty.py)."""
 import json
 import os
@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from reference_impl.core.server import ThreadedServer
-from reference_impl.signalr.broker import make_broker
+from wirecheck.reference_impl.core.server import ThreadedServer
+from wirecheck.reference_impl.signalr.broker import make_broker
 
 from .signalr_faulty import (AcceptsAnyProtocol, IgnoresProtocolErrors, NoHandshakeResponse,
                              StreamEndsWithResult, StreamsOnAfterCancel, StreamsSingleResults, raw_server)
@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def check(target: str, *extra, report=None, timeout=240):
-    cmd = [sys.executable, "-m", "conformance.cli", "check", "--protocol", "signalr", "--target", target]
+    cmd = [sys.executable, "-m", "wirecheck", "check", "--protocol", "signalr", "--target", target]
     if report:
         cmd += ["--report", str(report)]
     cmd += list(extra)

@@ -1,7 +1,7 @@
 """Every reachable (session state x client frame type) pair of each protocol's state machine is
 sent at least once: each machine runs in memory against the reference session, derandomized, and
 its ``reached`` counter is checked against the protocol's matrix
-(conformance/strategies/state_matrix.py; the matrices and their exclusions are next to each
+(wirecheck/conformance/strategies/state_matrix.py; the matrices and their exclusions are next to each
 machine). Each run is a process of its own (tests/stateful_coverage_run.py): a derandomized
 Hypothesis run repeats its examples only when the same modules are loaded, which a pytest worker
 does not guarantee. Each run takes a few seconds.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.strategies import (blipmq_machine, micromessage2_machine, rabbitmq_stream_machine,
+from wirecheck.conformance.strategies import (blipmq_machine, micromessage2_machine, rabbitmq_stream_machine,
                                     signalr_machine, vibemq_machine)
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance.pcapdecode import decode_pcap
-from conformance.pcapfile import PcapReader
-from reference_impl.blipmq.client import BlipClient
-from reference_impl.core import registry
-from reference_impl.core.server import ThreadedServer
+from wirecheck.conformance.pcapdecode import decode_pcap
+from wirecheck.conformance.pcapfile import PcapReader
+from wirecheck.reference_impl.blipmq.client import BlipClient
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.server import ThreadedServer
 
 from .tshark_capture import CaptureError, capture_loopback, tshark_available
 
@@ -128,7 +128,7 @@ def test_real_conversation_captured_on_loopback_decodes_to_the_clients_frames(tm
 
     # The same through the command line.
     exe = ROOT / ".venv" / "bin" / "wirecheck"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "conformance.cli"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "wirecheck"]
     proc = subprocess.run([*cmd, "decode", "--protocol", "blipmq", "--pcap", str(pcap),
                            "--port", str(port)], capture_output=True, text=True, cwd=ROOT,
                           timeout=60)

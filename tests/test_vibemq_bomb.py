@@ -8,9 +8,9 @@ import zlib
 
 import pytest
 
-from reference_impl.vibemq import codec
-from reference_impl.vibemq.codec import Message
-from reference_impl.vibemq.constants import CommandType as T
+from wirecheck.reference_impl.vibemq import codec
+from wirecheck.reference_impl.vibemq.codec import Message
+from wirecheck.reference_impl.vibemq.constants import CommandType as T
 
 from .blipmq_proc import BrokerProcess
 

@@ -6,11 +6,11 @@ import struct
 
 import pytest
 
-from reference_impl.core.server import ThreadedServer
-from reference_impl.vibemq import codec
-from reference_impl.vibemq.broker import make_broker
-from reference_impl.vibemq.client import VibeClient, VibeError
-from reference_impl.vibemq.constants import CommandType as T
+from wirecheck.reference_impl.core.server import ThreadedServer
+from wirecheck.reference_impl.vibemq import codec
+from wirecheck.reference_impl.vibemq.broker import make_broker
+from wirecheck.reference_impl.vibemq.client import VibeClient, VibeError
+from wirecheck.reference_impl.vibemq.constants import CommandType as T
 
 FAST = dict(ack_timeout=0.2, retry_base_delay=0.1, retry_max_delay=0.2)
 

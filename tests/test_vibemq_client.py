@@ -4,10 +4,10 @@ import asyncio
 
 import pytest
 
-from reference_impl.core.client import ConnectionClosed
-from reference_impl.vibemq.broker import make_broker
-from reference_impl.vibemq.client import VibeClient, VibeError
-from reference_impl.vibemq.constants import Compression
+from wirecheck.reference_impl.core.client import ConnectionClosed
+from wirecheck.reference_impl.vibemq.broker import make_broker
+from wirecheck.reference_impl.vibemq.client import VibeClient, VibeError
+from wirecheck.reference_impl.vibemq.constants import Compression
 
 
 def run(coro):
@@ -131,7 +131,7 @@ def test_message_ids_stay_unique_across_clients_made_one_after_another(monkeypat
     """"Message Fields": the id is a unique identifier. Each client's ids have a prefix of its
     own, even a client made where a freed one lived: its ``id()`` was the prefix, so the two
     numbered their messages alike (simulated here: every object of the module has one id)."""
-    from reference_impl.vibemq import client as client_module
+    from wirecheck.reference_impl.vibemq import client as client_module
     monkeypatch.setattr(client_module, "id", lambda obj: 0xABCDEF, raising=False)
 
     async def scenario(broker) -> list:

@@ -15,13 +15,13 @@ import tracemalloc
 import brotli
 import pytest
 
-from conformance.strategies.vibemq import (DOCUMENT_EXAMPLES as DOC_EXAMPLES, HELLO, PING_VECTOR,
+from wirecheck.conformance.strategies.vibemq import (DOCUMENT_EXAMPLES as DOC_EXAMPLES, HELLO, PING_VECTOR,
                                           bomb, frame_of, gzip_with_name, raw_body)
-from reference_impl.core.errors import Category, FrameError
-from reference_impl.vibemq import codec
-from reference_impl.vibemq import compression as comp
-from reference_impl.vibemq.codec import Message, VibeLimits
-from reference_impl.vibemq.constants import (DEFAULT_MAX_BODY, PROFILES, CommandType, Compression)
+from wirecheck.reference_impl.core.errors import Category, FrameError
+from wirecheck.reference_impl.vibemq import codec
+from wirecheck.reference_impl.vibemq import compression as comp
+from wirecheck.reference_impl.vibemq.codec import Message, VibeLimits
+from wirecheck.reference_impl.vibemq.constants import (DEFAULT_MAX_BODY, PROFILES, CommandType, Compression)
 from tests.helpers import decode_three_ways
 
 

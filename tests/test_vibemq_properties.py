@@ -9,14 +9,14 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conformance.strategies import vibemq as vs
-from conformance.strategies.invariants import (assert_extension_invariant, assert_split_invariant,
+from wirecheck.conformance.strategies import vibemq as vs
+from wirecheck.conformance.strategies.invariants import (assert_extension_invariant, assert_split_invariant,
                                                decode_whole)
-from reference_impl.core.errors import Category, FrameError
-from reference_impl.vibemq import codec
-from reference_impl.vibemq import compression as comp
-from reference_impl.vibemq.codec import Message, VibeLimits
-from reference_impl.vibemq.constants import PROFILES, CommandType, Compression
+from wirecheck.reference_impl.core.errors import Category, FrameError
+from wirecheck.reference_impl.vibemq import codec
+from wirecheck.reference_impl.vibemq import compression as comp
+from wirecheck.reference_impl.vibemq.codec import Message, VibeLimits
+from wirecheck.reference_impl.vibemq.constants import PROFILES, CommandType, Compression
 
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SMALL = settings(FAST, max_examples=40)

@@ -22,12 +22,12 @@ from scapy.sessions import TCPSession  # noqa: E402
 from scapy.utils import wrpcap  # noqa: E402
 from tests.helpers import tcp_conversation  # noqa: E402
 
-from conformance.strategies import vibemq as vs  # noqa: E402
-from reference_impl.core.errors import FrameError  # noqa: E402
-from reference_impl.vibemq import codec  # noqa: E402
-from reference_impl.vibemq.codec import Message  # noqa: E402
-from reference_impl.vibemq.constants import CommandType, Compression  # noqa: E402
-from reference_impl.vibemq.scapy_layer import (HEADER_SIZE, VibeMQ, VibeMQHeader,  # noqa: E402
+from wirecheck.conformance.strategies import vibemq as vs  # noqa: E402
+from wirecheck.reference_impl.core.errors import FrameError  # noqa: E402
+from wirecheck.reference_impl.vibemq import codec  # noqa: E402
+from wirecheck.reference_impl.vibemq.codec import Message  # noqa: E402
+from wirecheck.reference_impl.vibemq.constants import CommandType, Compression  # noqa: E402
+from wirecheck.reference_impl.vibemq.scapy_layer import (HEADER_SIZE, VibeMQ, VibeMQHeader,  # noqa: E402
                                                VibeMQMessage, bind_vibemq, frames, message)
 
 SETTINGS = settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])

@@ -4,11 +4,11 @@ import struct
 
 import pytest
 
-from reference_impl.vibemq import codec
-from reference_impl.vibemq import compression as comp
-from reference_impl.vibemq.constants import CommandType as T, Compression
-from reference_impl.vibemq.session import SessionConfig, VibeSession, Credentials
-from reference_impl.vibemq.state import BrokerState, StateConfig
+from wirecheck.reference_impl.vibemq import codec
+from wirecheck.reference_impl.vibemq import compression as comp
+from wirecheck.reference_impl.vibemq.constants import CommandType as T, Compression
+from wirecheck.reference_impl.vibemq.session import SessionConfig, VibeSession, Credentials
+from wirecheck.reference_impl.vibemq.state import BrokerState, StateConfig
 
 AUTH = {"authPassword": "vibemq"}
 

@@ -1,11 +1,11 @@
-"""The VibeMQ queue/subscription state machine (conformance/strategies/vibemq_machine.py)
+"""The VibeMQ queue/subscription state machine (wirecheck/conformance/strategies/vibemq_machine.py)
 against reference sessions in memory, over one shared broker state with a frozen clock that
 only the machine moves (redelivery, retries exhausted), for the ``document`` and
 ``vibemq-1.8`` profiles. The same machine runs over the wire in
-conformance/suites/vibemq/test_stateful.py."""
+wirecheck/conformance/suites/vibemq/test_stateful.py."""
 from hypothesis import HealthCheck, settings
 
-from conformance.strategies.vibemq_machine import SessionDriver, VibeMachine
+from wirecheck.conformance.strategies.vibemq_machine import SessionDriver, VibeMachine
 
 _SETTINGS = settings(max_examples=80, stateful_step_count=30, deadline=None,
                      suppress_health_check=[HealthCheck.too_slow])

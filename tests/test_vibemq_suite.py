@@ -1,5 +1,5 @@
 """The VibeMQ suite as a CI gate: it fails, naming the requirement, against brokers that break
-one rule each (the embedded run of conformance/suites/vibemq shows it passes against the
+one rule each (the embedded run of wirecheck/conformance/suites/vibemq shows it passes against the
 reference broker in every profile)."""
 import json
 import os
@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from reference_impl.core.server import ThreadedServer
-from reference_impl.vibemq import codec, make_broker
-from reference_impl.vibemq.constants import CommandType
-from reference_impl.vibemq.session import VibeSession
+from wirecheck.reference_impl.core.server import ThreadedServer
+from wirecheck.reference_impl.vibemq import codec, make_broker
+from wirecheck.reference_impl.vibemq.constants import CommandType
+from wirecheck.reference_impl.vibemq.session import VibeSession
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -43,7 +43,7 @@ def broker_with(session_class):
 def test_one_broken_rule_fails_and_names_the_requirement(tmp_path, session_class, selection, requirement):
     report = tmp_path / "r.json"
     with ThreadedServer(broker_with(session_class)) as server:
-        cmd = [sys.executable, "-m", "conformance.cli", "check", "--protocol", "vibemq", "--target",
+        cmd = [sys.executable, "-m", "wirecheck", "check", "--protocol", "vibemq", "--target",
                f"127.0.0.1:{server.address[1]}", "--timeout", "0.5", "--report", str(report),
                "--", "-k", selection]
         result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)

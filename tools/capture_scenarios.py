@@ -1,7 +1,7 @@
 """Capture scenarios with the kit's reference clients (tools/record_captures.py records them).
 
 One scenario, ``client``, per protocol: a whole ordinary session of
-``reference_impl/<P>/client.py`` against the reference broker through the recording relay. Each
+``wirecheck/reference_impl/<P>/client.py`` against the reference broker through the recording relay. Each
 covers every request the client can send and the broker's normal answers to it (no error
 paths: those are in the ``suite`` capture), with a small, an empty and a large (about 300 KB)
 message, and a publisher and a subscriber connection where the protocol fans out.
@@ -61,7 +61,7 @@ async def _blipmq(host: str, port: int, url: str | None) -> None:
     BlipMQ delivers only on POLL, so the fan-out is: the publisher's PUBLISHes are confirmed
     (PING barrier) before the subscriber polls. Each delivery is acked before the next POLL,
     as an unacked QoS1 delivery is queued again after 0.1 s (a timer)."""
-    from reference_impl.blipmq.client import BlipClient
+    from wirecheck.reference_impl.blipmq.client import BlipClient
     sub = pub = None
     try:
         sub = await BlipClient.connect(host, port, timeout=STEP)
@@ -103,7 +103,7 @@ async def _vibemq(host: str, port: int, url: str | None) -> None:
     ListQueues, QueueInfo, Subscribe, Publish (small with a priority, empty, large and so
     compressed), Deliver, Ack, Unsubscribe, DeleteQueue, Disconnect, on an admin/publisher and a
     subscriber connection; both subscribe to the fan-out queue."""
-    from reference_impl.vibemq.client import VibeClient
+    from wirecheck.reference_impl.vibemq.client import VibeClient
     admin = sub = None
     try:
         admin = await VibeClient.connect(host, port, compression=("gzip",), timeout=STEP)
@@ -181,7 +181,7 @@ async def _micromessage2(host: str, port: int, url: str | None) -> None:
     subscriber proves its subscription by two SENDs to its own topic (window 2: acked at once,
     and delivered back), the publisher's window is 1 (``ack``), and the queue consumer's
     messages wait in the queue until it subscribes."""
-    from reference_impl.micromessage2.client import MM2Client
+    from wirecheck.reference_impl.micromessage2.client import MM2Client
     topic, queue = "topic/capture-news", "capture-orders"
     sub = pub = consumer = None
     try:
@@ -238,9 +238,9 @@ async def _rabbitmq_stream(host: str, port: int, url: str | None) -> None:
     (ConsumerUpdate and its answer); CreateSuperStream, Partitions, Route, DeleteSuperStream;
     Heartbeat; DeletePublisher, Delete (MetadataUpdate to the subscriber), Close. A publisher
     and a consumer connection."""
-    from reference_impl.rabbitmq_stream import codec
-    from reference_impl.rabbitmq_stream.client import StreamClient
-    from reference_impl.rabbitmq_stream.constants import Code, Key, OffsetType
+    from wirecheck.reference_impl.rabbitmq_stream import codec
+    from wirecheck.reference_impl.rabbitmq_stream.client import StreamClient
+    from wirecheck.reference_impl.rabbitmq_stream.constants import Code, Key, OffsetType
     stream = "capture-orders"
 
     def ok(response, what: str) -> None:
@@ -329,7 +329,7 @@ async def _rabbitmq_stream(host: str, port: int, url: str | None) -> None:
 async def _signalr_calls(client, batch_size: int) -> None:
     """Every kind of call the test hub has, on one connection; one at a time, so that a
     server stream's items never interleave with another call's answer."""
-    from reference_impl.signalr.client import HubError
+    from wirecheck.reference_impl.signalr.client import HubError
     _check(await client.invoke("Echo", "hello capture") == "hello capture", "Echo")
     _check(await client.invoke("Echo", "") == "", "Echo of an empty string")
     # the largest a client may send: the hub takes messages up to 32 KB (ASP.NET Core's default)
@@ -376,8 +376,8 @@ async def _signalr(host: str, port: int, url: str | None) -> None:
     CancelInvocation; a client-to-server stream; the server invoking client methods with and
     without a result; Ping; Close. Two connections open at once, one per hub protocol (the
     test hub has no broadcast, so they do not interact)."""
-    from reference_impl.signalr.client import HubClient
-    from reference_impl.signalr.constants import JSON, MESSAGEPACK
+    from wirecheck.reference_impl.signalr.client import HubClient
+    from wirecheck.reference_impl.signalr.constants import JSON, MESSAGEPACK
     text = binary = None
     try:
         text = await HubClient.connect(url, JSON, timeout=STEP)
@@ -397,7 +397,7 @@ async def _signalr(host: str, port: int, url: str | None) -> None:
 # -- the table ---------------------------------------------------------------------------------
 
 def _scenario(protocol: str, package: str, what: str, session) -> Scenario:
-    client = f"wirecheck {protocol} reference client (reference_impl/{package}/client.py)"
+    client = f"wirecheck {protocol} reference client (wirecheck/reference_impl/{package}/client.py)"
     return Scenario("client", what, client, _sync(session))
 
 

@@ -1,7 +1,7 @@
 """Record the capture corpus: ``make captures`` (or ``python tools/record_captures.py [P ...]``).
 
 For each protocol and each scenario, a fresh reference broker starts on loopback behind a
-recording relay (conformance/capture.py); the scenario's client talks to the relay; the
+recording relay (wirecheck/conformance/capture.py); the scenario's client talks to the relay; the
 capture is written gzip-compressed to ``captures/<protocol>/<name>.pcap.gz`` and described in
 ``captures/<protocol>/MANIFEST.json`` (what it holds, who talked, versions, how it was
 recorded, and how to replay it). The relay listens on a free port but the captures show the
@@ -34,9 +34,9 @@ from typing import Callable
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from conformance.capture import CaptureFile, relay_broker  # noqa: E402
-from reference_impl.core import registry  # noqa: E402
-from reference_impl.core.server import ThreadedServer  # noqa: E402
+from wirecheck.conformance.capture import CaptureFile, relay_broker  # noqa: E402
+from wirecheck.reference_impl.core import registry  # noqa: E402
+from wirecheck.reference_impl.core.server import ThreadedServer  # noqa: E402
 
 CAPTURES = os.path.join(ROOT, "captures")
 
@@ -55,7 +55,7 @@ class Scenario:
 def _run_suite(spec) -> Callable[[str, int, str | None], None]:
     def run(host: str, port: int, url: str | None) -> None:
         target = url or f"{host}:{port}"
-        cmd = [sys.executable, "-m", "conformance.cli", "check", "--protocol", spec.id, "--target", target]
+        cmd = [sys.executable, "-m", "wirecheck", "check", "--protocol", spec.id, "--target", target]
         result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
         tail = (result.stdout + result.stderr)[-3000:]
         if result.returncode != 0:
@@ -66,7 +66,7 @@ def _run_suite(spec) -> Callable[[str, int, str | None], None]:
 def scenarios(spec) -> list[Scenario]:
     out = [Scenario("suite", "the black-box suite against the reference broker: every frame type, "
                              "error paths (malformed frames, wrong order, bad lengths), split writes",
-                    f"wirecheck {spec.id} suite (conformance/suites)", _run_suite(spec))]
+                    f"wirecheck {spec.id} suite (wirecheck/conformance/suites)", _run_suite(spec))]
     import importlib
     for module in ("tools.capture_scenarios", "tools.capture_scenarios_real"):
         try:

@@ -1,0 +1,629 @@
+"""``wirecheck`` command line (DESIGN.md "Command line"; keep these stable).
+
+    wirecheck protocols [--json]
+    wirecheck serve   --protocol P [--host H] [--port N] [--data-dir DIR] [--api-key K ...] [--raw-port N]
+    wirecheck check   --protocol P [--target HOST:PORT] [--profile NAME|FILE] [--report FILE] [-n N]
+    wirecheck report  RESULTS... --out FILE.html|FILE.json|DIR   # result files, fuzz campaign summaries, capture analyses
+    wirecheck serve   ... --capture FILE.pcap          # record every connection (no root needed)
+    wirecheck record  --listen HOST:PORT --upstream HOST:PORT --capture FILE.pcap
+    wirecheck decode  --protocol P [--profile NAME] (--hex HEX | --file F | --pcap F [--port N ...])
+    wirecheck replay  PCAP|BYTES --target HOST:PORT [--protocol P] [--rechunk] [--report FILE]
+    wirecheck fuzz    --protocol P (--decoder|--nested|--session|--target HOST:PORT|--serve|--command CMD) [--time S] [--json]
+    wirecheck fuzz    --all [--time 10m]                # a campaign over every target, both cores
+    wirecheck analyze CAPTURES... --out DIR [--master URL] [--protocol P] [--port N] [--profile NAME]
+    wirecheck analyze-fuzz RUNS... --out DIR [--master URL]
+    wirecheck run     [--reports DIR] [--protocol P ...] [--alluredir DIR]   # brokers + suites (``make run``)
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+
+from wirecheck.conformance.cli_support import (EXIT_HARNESS, EXIT_NONCONFORMANT, EXIT_OK, host_port_arg,
+                                               key_values, missing_extra, protocol_arg, until_stopped)
+from wirecheck.reference_impl.core import registry
+from wirecheck.reference_impl.core.errors import FrameError
+from wirecheck.reference_impl.core.options import UnknownOption
+
+# -- protocols ---------------------------------------------------------------------------------
+
+def cmd_protocols(args) -> int:
+    rows = [{"id": s.id, "title": s.title, "document": s.document, "default_port": s.default_port,
+             "requirement_prefix": s.requirement_prefix, "profiles": sorted(s.profiles),
+             "default_profile": s.default_profile} for s in registry.all_protocols()]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        for r in rows:
+            print(f"{r['id']:<16} port {r['default_port']:<6} {r['document']:<32} "
+                  f"profiles: {', '.join(r['profiles'])}")
+    return EXIT_OK
+
+
+# -- serve -------------------------------------------------------------------------------------
+
+def _check_profile(spec, name: str | None) -> str | None:
+    """Validate ``--profile`` for serve/decode; returns an error message or None. (BlipMQ's
+    profiles share one wire format, so its codec and broker do not vary with them.)"""
+    from wirecheck.conformance.profiles import ProfileError, load_profile
+    try:
+        load_profile(spec, name)
+    except ProfileError as exc:
+        return str(exc)
+    return None
+
+
+def _profile_base(spec, name: str | None) -> str | None:
+    """The built-in profile a ``--profile`` is or extends (what codecs that vary by profile,
+    like SignalR's draft and v1, are told)."""
+    from wirecheck.conformance.profiles import load_profile
+    return load_profile(spec, name).base
+
+
+def _option_value(text: str):
+    """A broker option's value: a JSON literal (``null``, ``30``, ``0.5``, ``true``) as that,
+    anything else as the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+#: Protocols with authentication, and the well-known credentials their reference broker accepts
+#: when none are given: fine on loopback (as RabbitMQ's guest user), refused on any other
+#: address (README, "Security defaults").
+DEFAULT_CREDENTIALS = {
+    "blipmq": "API key 'dev-key'",
+    "vibemq": "password 'vibemq'",
+    "rabbitmq-stream": "user 'guest' / password 'guest'",
+}
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` only accepts connections from this machine ("" and 0.0.0.0 / ::
+    listen on every interface; a name other than localhost may resolve anywhere)."""
+    import ipaddress
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _serve_security(spec, args, options: dict) -> str | None:
+    """Warnings for a listener reachable from other machines; an error (returned) when it
+    would accept well-known default credentials or anonymous clients there."""
+    if is_loopback(args.host):
+        return None
+    print(f"wirecheck serve: warning: listening on {args.host or 'every interface'}, reachable "
+          "from other machines; the reference broker is a test peer, not a production server",
+          file=sys.stderr)
+    if spec.id in DEFAULT_CREDENTIALS:
+        if not args.api_key:
+            return (f"the default credentials ({DEFAULT_CREDENTIALS[spec.id]}) are accepted on "
+                    "loopback only: give --api-key to listen on another address")
+        if options.get("require_auth") is False:
+            return "require_auth=false is allowed on loopback only"
+    else:
+        print(f"wirecheck serve: warning: {spec.id} has no authentication: anyone who reaches "
+              f"{args.host} can use this broker", file=sys.stderr)
+    return None
+
+
+def _broker_error(spec, exc: Exception, from_profile=()) -> str:
+    """Why the broker could not be made, in the user's terms: a setting its config has no
+    field for (reference_impl/core/options.py) is an ``--option`` or a ``[timing]`` value of
+    the profile."""
+    if isinstance(exc, UnknownOption):
+        what = "; ".join((f"the profile's [timing] value {name}" if name in from_profile
+                          else f"unknown --option {name}")
+                         + (f" (did you mean {near}?)" if (near := exc.near(name)) else "")
+                         for name in exc.names)
+        return (f"{what}: the {spec.id} broker has no setting of that name (README: \"The "
+                "reference broker and client\")")
+    return str(exc)
+
+
+def cmd_serve(args) -> int:
+    spec = args.protocol
+    if (err := _check_profile(spec, args.profile)) is not None:
+        print(f"wirecheck serve: {err}", file=sys.stderr)
+        return EXIT_HARNESS
+    port = spec.default_port if args.port is None else args.port
+    try:
+        options = {k: _option_value(v) for k, v in
+                   key_values(args.option or [], "--option", "ack_timeout=30").items()}
+    except ValueError as exc:
+        print(f"wirecheck serve: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
+    if (err := _serve_security(spec, args, options)) is not None:
+        print(f"wirecheck serve: {err}", file=sys.stderr)
+        return EXIT_HARNESS
+    # One descriptor per connection: the brokers allow thousands (max_connections).
+    from wirecheck.reference_impl.core.server import raise_open_file_limit
+    raise_open_file_limit()
+    if args.fsync:
+        options["fsync"] = args.fsync
+    timing_keys: set[str] = set()
+    if args.profile:
+        from wirecheck.conformance.profiles import load_profile
+        profile = load_profile(spec, args.profile)
+        options["profile"] = profile.base
+        # The profile's [timing] is the behaviour the suite will wait for: the broker runs
+        # with it, unless an --option says otherwise. Its names are the brokers' settings.
+        for key, value in profile.timing.items():
+            if key not in options:
+                options[key] = value
+                timing_keys.add(key)
+    if args.raw_port is not None:
+        if not spec.extra_ports:                  # only a protocol with a second transport
+            print(f"wirecheck serve: --raw-port does not apply to {spec.id}", file=sys.stderr)
+            return EXIT_HARNESS
+        options["raw_port"] = args.raw_port
+    if args.check_clients:
+        return _serve_checking_clients(spec, args, port, options, timing_keys)
+    if (args.scenario is not None or args.duration is not None or args.report is not None
+            or args.scenario_option):
+        print("wirecheck serve: --scenario, --scenario-option, --duration and --report go with "
+              "--check-clients", file=sys.stderr)
+        return EXIT_HARNESS
+    capture = None
+    listen_host, listen_port = args.host, port
+    if args.capture:
+        # The broker listens on a free loopback port; relays on the public ports record every
+        # connection (conformance/capture.py).
+        from wirecheck.conformance.capture import CaptureFile
+        if spec.extra_ports:
+            options["raw_port"] = 0
+        try:
+            capture = CaptureFile(args.capture)
+        except OSError as exc:
+            print(f"wirecheck serve: cannot write {args.capture}: {exc}", file=sys.stderr)
+            return EXIT_HARNESS
+        listen_host, listen_port = "127.0.0.1", 0
+    try:
+        broker = spec.make_broker(listen_host, listen_port, data_dir=args.data_dir,
+                                  api_keys=tuple(args.api_key or ()), **options)
+    except (ValueError, TypeError, OSError) as exc:       # ValueError: UnknownOption too
+        print(f"wirecheck serve: {_broker_error(spec, exc, timing_keys)}", file=sys.stderr)
+        return EXIT_HARNESS
+
+    async def main() -> None:
+        relays = []
+        try:
+            await broker.start()
+            if capture is not None:
+                from wirecheck.conformance.capture import relay_broker
+                raw = args.raw_port if args.raw_port is not None else (port + 1 if port else 0)
+                relays = await relay_broker(capture, broker, args.host, (port, raw))
+        except OSError as exc:
+            await broker.stop()
+            raise SystemExit(f"wirecheck serve: cannot listen on {args.host}:{port}: {exc}")
+        public_port = relays[0].port if relays else broker.port
+        print(f"{spec.id} reference broker listening on {args.host}:{public_port}"
+              + (f" (data dir {args.data_dir})" if args.data_dir else " (in memory)")
+              + (f", recording to {args.capture}" if capture is not None else ""), flush=True)
+        if spec.id in DEFAULT_CREDENTIALS and not args.api_key:
+            print(f"{spec.id} accepts the default credentials ({DEFAULT_CREDENTIALS[spec.id]}); "
+                  "--api-key replaces them", flush=True)
+        if getattr(broker, "raw_port", None) is not None:       # a second transport (SignalR)
+            raw_port = relays[1].port if len(relays) > 1 else broker.raw_port
+            path = getattr(broker, "hub_path", "")
+            print(f"{spec.id} serving http://{args.host}:{public_port}{path} and raw TCP on "
+                  f"{args.host}:{raw_port}", flush=True)
+        await until_stopped()
+        for relay in relays:
+            await relay.stop()
+        await broker.stop()
+
+    try:
+        asyncio.run(main())
+    finally:
+        if capture is not None:
+            capture.close()
+            print(f"{capture.connections} connection(s) recorded in {args.capture}", flush=True)
+    return EXIT_OK
+
+
+def _serve_checking_clients(spec, args, port: int, options: dict, timing_keys=()) -> int:
+    """``serve --check-clients``: the broker on a private loopback port, checking relays on the
+    public ones (conformance/clientcheck.py)."""
+    from wirecheck.conformance.client_scenarios import scenarios, shaper_factory
+    from wirecheck.conformance.clientcheck import serve as serve_checked
+    args.scenario = args.scenario or "none"
+    known = scenarios(spec.id)
+    if args.scenario not in known:
+        print(f"wirecheck serve: unknown scenario {args.scenario!r} for {spec.id}; known: {', '.join(known)}",
+              file=sys.stderr)
+        return EXIT_HARNESS
+    if args.duration is not None and args.duration <= 0:
+        print("wirecheck serve: --duration must be > 0", file=sys.stderr)
+        return EXIT_HARNESS
+    args.scenario_options = {}
+    for item in args.scenario_option or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            print(f"wirecheck serve: --scenario-option wants KEY=VALUE, not {item!r}", file=sys.stderr)
+            return EXIT_HARNESS
+        args.scenario_options[key.strip()] = value.strip()
+    try:
+        shaper_factory(args.scenario, args.scenario_options, spec.id)
+    except ValueError as exc:
+        print(f"wirecheck serve: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
+    if spec.extra_ports:
+        options["raw_port"] = 0
+    try:
+        broker = spec.make_broker("127.0.0.1", 0, data_dir=args.data_dir,
+                                  api_keys=tuple(args.api_key or ()), **options)
+    except (ValueError, TypeError, OSError) as exc:
+        print(f"wirecheck serve: {_broker_error(spec, exc, timing_keys)}", file=sys.stderr)
+        return EXIT_HARNESS
+    if spec.extra_ports:
+        args.raw_port = args.raw_port if args.raw_port is not None else (port + 1 if port else 0)
+    return serve_checked(spec, broker, args, port)
+
+
+def cmd_record(args) -> int:
+    """A recording relay in front of any server (conformance/capture.py)."""
+    from wirecheck.conformance.capture import CaptureFile, CaptureProxy
+    try:
+        listen, upstream = host_port_arg(args.listen), host_port_arg(args.upstream)
+    except ValueError as exc:
+        print(f"wirecheck record: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
+    try:
+        capture = CaptureFile(args.capture)
+    except OSError as exc:
+        print(f"wirecheck record: cannot write {args.capture}: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
+
+    async def main() -> None:
+        try:
+            proxy = await CaptureProxy(capture, upstream, *listen).start()
+        except OSError as exc:
+            raise SystemExit(f"wirecheck record: cannot listen on {args.listen}: {exc}")
+        print(f"recording {proxy.host}:{proxy.port} -> {upstream[0]}:{upstream[1]} into {args.capture}",
+              flush=True)
+        await until_stopped(args.duration)
+        await proxy.stop()
+
+    try:
+        asyncio.run(main())
+    finally:
+        capture.close()
+        print(f"{capture.connections} connection(s) recorded in {args.capture}", flush=True)
+    return EXIT_OK
+
+
+def cmd_replay(args) -> int:
+    from wirecheck.conformance import replay
+    try:
+        args.target = host_port_arg(args.target)
+    except ValueError as exc:
+        print(f"wirecheck replay: --target {exc}", file=sys.stderr)
+        return EXIT_HARNESS
+    return replay.main(args)
+
+
+def cmd_fuzz(args) -> int:
+    from wirecheck.fuzz.command import main
+    return main(args)
+
+
+# -- check -------------------------------------------------------------------------------------
+
+def suite_dir(spec) -> str:
+    import importlib
+    return os.path.dirname(importlib.import_module(spec.suite).__file__)
+
+
+def pytest_args(spec, target: str | None, profile: str | None, report: str | None,
+                junit: str | None, workers: str | None, timeout: float | None,
+                strict: bool, extra: list[str]) -> list[str]:
+    suites = os.path.dirname(suite_dir(spec))
+    # The kit's own ini, wherever it is run from: the caller's pytest configuration (addopts,
+    # plugins) must not change what the suite does.
+    argv = [suite_dir(spec), "--protocol", spec.id, "-q", "-p", "no:cacheprovider",
+            "--rootdir", suites, "-c", os.path.join(suites, "pytest.ini"),
+            # this process imported the kit before pytest started: nothing to rewrite, no warning
+            "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+    if target:
+        argv += ["--target", target]
+    if profile:
+        argv += ["--profile", profile]
+    if report:
+        argv += ["--wirecheck-report", report]
+    if junit:
+        argv += ["--junitxml", junit]
+    if workers:
+        argv += ["-n", workers]
+    if timeout:
+        argv += ["--wirecheck-timeout", str(timeout)]
+    if strict:
+        argv += ["--strict"]
+    return argv + list(extra)
+
+
+def exit_code(pytest_status: int) -> int:
+    """pytest's status -> 0 conformant, 1 not conformant, 2 harness error."""
+    if pytest_status == 0:
+        return EXIT_OK
+    if pytest_status == 1:
+        return EXIT_NONCONFORMANT
+    return EXIT_HARNESS
+
+
+def cmd_check(args) -> int:
+    """The suite in this process; the plugin writes the result file or HTML report (``--report
+    FILE.json|FILE.html``) and exits 2 when a verdict is the kit's own HARNESS-ERROR, exactly as
+    ``pytest --protocol P`` does."""
+    import pytest
+    argv = pytest_args(args.protocol, args.target, args.profile, args.report, args.junitxml,
+                       args.n, args.timeout, args.strict, args.pytest_args)
+    if args.label:
+        argv += ["--wirecheck-label", args.label]
+    return exit_code(int(pytest.main(argv)))
+
+
+def cmd_report(args) -> int:
+    from wirecheck.conformance.report_index import write
+    from wirecheck.conformance.results import ReportError, load_inputs
+    try:
+        inputs = load_inputs(args.results)
+    except ReportError as exc:
+        print(f"wirecheck report: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
+    for path in write(inputs.runs, args.out, inputs.campaigns, inputs.analyses):
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
+# -- decode ------------------------------------------------------------------------------------
+
+def _read_input(args) -> bytes:
+    if args.hex is not None:
+        text = "".join(args.hex.split()).replace(":", "")
+        try:
+            return bytes.fromhex(text)
+        except ValueError:
+            raise SystemExit(f"wirecheck decode: --hex is not hexadecimal: {args.hex!r}")
+    with open(args.file, "rb") as fh:
+        return fh.read()
+
+
+def cmd_decode(args) -> int:
+    spec = args.protocol
+    if (err := _check_profile(spec, args.profile)) is not None:
+        print(f"wirecheck decode: {err}", file=sys.stderr)
+        return EXIT_HARNESS
+    if args.pcap:
+        from wirecheck.conformance.pcapdecode import decode_pcap
+        return decode_pcap(spec, args.pcap, ports=args.port or (),
+                           profile=_profile_base(spec, args.profile))
+    data = _read_input(args)
+    decoder = spec.make_decoder(profile=_profile_base(spec, args.profile))
+    frames: list = []
+    error: FrameError | None = None
+    try:
+        frames = decoder.feed(data)
+        decoder.eof()
+    except FrameError as exc:
+        frames = frames or exc.frames
+        error = exc
+    for frame in frames:
+        print(json.dumps(spec.frame_to_dict(frame)))
+    if error is not None:
+        print(json.dumps(error.as_dict()))
+        return 1
+    return EXIT_OK
+
+
+# -- analyze, analyze-fuzz (Spark) -------------------------------------------------------------
+
+def cmd_analyze(args) -> int:
+    from wirecheck.pipeline.command import run_analyze
+    return run_analyze(args)
+
+
+def cmd_analyze_fuzz(args) -> int:
+    from wirecheck.pipeline.command import run_analyze_fuzz
+    return run_analyze_fuzz(args)
+
+
+# -- run (make run) ----------------------------------------------------------------------------
+
+def cmd_run(args) -> int:
+    from wirecheck.conformance.runall import run_all
+    return run_all(args.reports, timeout=args.timeout, alluredir=args.alluredir,
+                   protocols=[spec.id for spec in args.protocol or []])
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="wirecheck", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("protocols", help="list registered protocols")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_protocols)
+
+    s = sub.add_parser("serve", help="run a reference broker")
+    s.add_argument("--protocol", type=protocol_arg, required=True)
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address of every listener (default loopback; another address warns, "
+                        "and needs --api-key where the protocol has authentication)")
+    s.add_argument("--port", type=int, default=None, help="default: the protocol's port")
+    s.add_argument("--data-dir", default=None,
+                   help="persist here (BlipMQ: WAL; RabbitMQ Stream: segment files); default in memory")
+    s.add_argument("--api-key", action="append",
+                   help="credential (repeatable): BlipMQ API key (default dev-key); VibeMQ password "
+                        "or user:password (default vibemq); RabbitMQ Stream user:password (default "
+                        "guest:guest). The defaults are accepted on loopback only")
+    s.add_argument("--fsync", default=None,
+                   help="fsync policy of the WAL / stream segments: always, none, every_n:N, interval_ms:MS")
+    s.add_argument("--profile", default=None, help="profile the broker speaks (default: the document)")
+    s.add_argument("--raw-port", type=int, default=None,
+                   help="SignalR: raw TCP port beside HTTP/WebSocket on --port (default: port + 1)")
+    s.add_argument("--option", action="append", metavar="KEY=VALUE",
+                   help="a broker setting by name (its config's field, e.g. ack_timeout=30, "
+                        "max_messages_per_second=null); repeatable")
+    s.add_argument("--check-clients", action="store_true",
+                   help="judge every client that connects with the protocol's rules; at the end "
+                        "(SIGINT/SIGTERM or --duration) print and --report them; exit 1 when a client "
+                        "broke a MUST")
+    s.add_argument("--scenario", default=None,
+                   help="with --check-clients: what the server's bytes go through on the way to the "
+                        "client: none, split, coalesce, delay, close (default none), or one of the protocol's "
+                        "own (heartbeat, error-response, unknown-fields, max-size, ...: see the README)")
+    s.add_argument("--scenario-option", action="append", default=None, metavar="KEY=VALUE",
+                   help="with --check-clients: an option of the scenario (e.g. interval=1.0, code=17, "
+                        "command=SUBSCRIBE; see the README); repeatable")
+    s.add_argument("--duration", type=float, default=None, metavar="S",
+                   help="with --check-clients: stop after S seconds")
+    s.add_argument("--report", default=None, metavar="FILE",
+                   help="with --check-clients: the result file (.json), HTML report (.html) or directory")
+    s.add_argument("--label", default=None, help="with --check-clients: the clients' name in the report")
+    s.add_argument("--capture", default=None, metavar="FILE.pcap",
+                   help="record every connection into this pcap (synthetic TCP framing; no root needed)")
+    s.set_defaults(func=cmd_serve)
+
+    s = sub.add_parser("record", help="a relay in front of any server that records its connections as a pcap")
+    s.add_argument("--listen", required=True, help="HOST:PORT the clients connect to")
+    s.add_argument("--upstream", required=True, help="HOST:PORT of the server")
+    s.add_argument("--capture", required=True, metavar="FILE.pcap")
+    s.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    s.set_defaults(func=cmd_record)
+
+    s = sub.add_parser("check", help="run the black-box suite against a target")
+    s.add_argument("--protocol", type=protocol_arg, required=True)
+    s.add_argument("--target", default=None, help="HOST:PORT (default: start the reference broker)")
+    s.add_argument("--profile", default=None)
+    s.add_argument("--report", default=None,
+                   help="FILE.json: the result file; FILE.html: the HTML report (and FILE.json beside it)")
+    s.add_argument("--label", default=None, help="the implementation's name in reports")
+    s.add_argument("--junitxml", default=None, help="JUnit XML file")
+    s.add_argument("-n", default=None, help="pytest-xdist workers (e.g. auto)")
+    s.add_argument("--timeout", type=float, default=None, help="seconds per receive")
+    s.add_argument("--strict", action="store_true", help="SHOULD violations fail too")
+    s.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
+    s.set_defaults(func=cmd_check)
+
+    s = sub.add_parser("report", help="merge result files, fuzz campaign summaries and capture analyses "
+                                      "into the HTML report and/or index.json")
+    s.add_argument("results", nargs="+", help="result files (check/replay --report FILE.json), fuzz campaign "
+                                              "summaries (fuzz --all), capture analyses (analyze --out DIR: "
+                                              "DIR or DIR/summary.json), or directories of them")
+    s.add_argument("--out", required=True,
+                   help="FILE.html (HTML report), FILE.json (index.json + transcripts/ beside it), or a "
+                        "directory (index.html and index.json)")
+    s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("decode", help="decode frames; JSON lines")
+    s.add_argument("--protocol", type=protocol_arg, required=True)
+    s.add_argument("--profile", default=None)
+    g = s.add_mutually_exclusive_group(required=True)
+    g.add_argument("--hex")
+    g.add_argument("--file")
+    g.add_argument("--pcap")
+    s.add_argument("--port", type=int, action="append",
+                   help="--pcap: also decode TCP on this port (repeatable; default: the protocol's ports)")
+    s.set_defaults(func=cmd_decode)
+
+    s = sub.add_parser("replay", help="replay the clients of a capture against a target and compare the answers")
+    s.add_argument("pcap", metavar="PCAP", help="a pcap/pcapng capture, or a byte file (one client stream)")
+    s.add_argument("--target", required=True, help="HOST:PORT")
+    s.add_argument("--protocol", type=protocol_arg, default=None, help="default: from the capture's ports")
+    s.add_argument("--port", type=int, action="append",
+                   help="also replay TCP on this port of the capture (repeatable)")
+    s.add_argument("--profile", default=None)
+    s.add_argument("--rechunk", action="store_true", help="send the client's bytes in random pieces")
+    s.add_argument("--seed", type=int, default=0, help="seed of --rechunk and of renamed resources")
+    s.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for each recorded answer")
+    s.add_argument("--fast", action="store_true",
+                   help="send as soon as the recorded answers came, not at the capture's pace")
+    s.add_argument("--max-gap", type=float, default=5.0,
+                   help="longest pause between client events kept from the capture (seconds)")
+    s.add_argument("--credentials", default=None, metavar="USER:PASSWORD",
+                   help="the target's credentials, instead of the recorded ones")
+    s.add_argument("--keep-names", action="store_true",
+                   help="send stream/topic names as recorded (default: made unique per replay)")
+    s.add_argument("--report", default=None,
+                   help="FILE.json (result file), FILE.html (and FILE.json), or a directory")
+    s.add_argument("--label", default=None)
+    s.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    s.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar on stderr (default: when stderr is a terminal)")
+    s.set_defaults(func=cmd_replay)
+
+    s = sub.add_parser("fuzz", help="fuzz decoders and sessions in process, a live target over the network, "
+                                    "or everything in a time budget (--all)")
+    from wirecheck.fuzz.command import add_arguments
+    add_arguments(s, protocol_arg)
+    s.set_defaults(func=cmd_fuzz)
+
+    from wirecheck.pipeline.command import add_analyze_arguments, add_fuzz_arguments
+    s = sub.add_parser("analyze", help="passive conformance checking of capture corpora on Spark: "
+                                       "frames, violations, flows and stats as Parquet tables")
+    add_analyze_arguments(s, protocol_arg)
+    s.set_defaults(func=cmd_analyze)
+
+    s = sub.add_parser("analyze-fuzz", help="aggregate fuzz campaign summaries on Spark (exec/s, "
+                                            "coverage over time, corpus growth, findings over runs)")
+    add_fuzz_arguments(s)
+    s.set_defaults(func=cmd_analyze_fuzz)
+
+    s = sub.add_parser("run", help="every protocol's reference broker + black-box suite")
+    s.add_argument("--reports", default="reports")
+    s.add_argument("--alluredir", default=None, help="also write allure results here")
+    s.add_argument("--protocol", type=protocol_arg, action="append",
+                   help="only this protocol (repeatable; default: all)")
+    s.add_argument("--timeout", type=float, default=None)
+    s.set_defaults(func=cmd_run)
+    return p
+
+
+def extra_needed(args) -> tuple[str, str] | None:
+    """(the optional extra, what needs it) when the parsed command needs more than the CI
+    gate's plain install (pyproject.toml's extras; README "Install")."""
+    if args.func is cmd_fuzz and (args.decoder or args.nested or args.session or args.all):
+        return "fuzz", "in-process fuzzing (atheris targets)"
+    if args.func in (cmd_analyze, cmd_analyze_fuzz):
+        return "spark", "capture and campaign analysis on Spark"
+    if args.func is cmd_run and args.alluredir:
+        return "allure", "--alluredir"
+    if args.func is cmd_check and any(a.startswith("--alluredir") for a in args.pytest_args):
+        return "allure", "--alluredir"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=os.environ.get("WIRECHECK_LOG", "WARNING"))
+    args = build_parser().parse_args(argv)
+    needed = extra_needed(args)
+    if needed is not None:
+        message = missing_extra(*needed)
+        if message:
+            name = args.func.__name__.removeprefix("cmd_").replace("_", "-")
+            print(f"wirecheck {name}: {message}", file=sys.stderr)
+            return EXIT_HARNESS
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:          # the reader went away (| head): not an error of ours
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""What the command line (cli.py) and its subcommand modules (clientcheck.py, fuzz/command.py,
+pipeline/command.py) share: exit codes, argument types, waiting for a stop signal, and the
+check that an optional extra is installed. The subcommand modules import this, never cli.py,
+so the command line imports them and nothing imports it back."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import signal
+
+from wirecheck.reference_impl.core import registry
+
+EXIT_OK, EXIT_NONCONFORMANT, EXIT_HARNESS = 0, 1, 2
+
+#: What each optional extra brings (pyproject.toml ``[project.optional-dependencies]``): the
+#: modules whose absence means the extra is not installed.
+EXTRAS = {
+    "fuzz": ("atheris",),
+    "spark": ("pyspark", "pyarrow"),
+    "allure": ("allure_pytest",),
+    "captures": ("scapy",),
+}
+
+
+def missing_extra(extra: str, what: str) -> str | None:
+    """None when ``extra``'s modules can be imported; otherwise the one line that tells the
+    user which extra to install for ``what`` (a command exits 2 with it)."""
+    absent = [m for m in EXTRAS[extra] if importlib.util.find_spec(m) is None]
+    if not absent:
+        return None
+    return (f"{what} needs {', '.join(absent)}, which this installation lacks: "
+            f"pip install 'wirecheck[{extra}]'")
+
+
+def protocol_arg(name: str):
+    try:
+        return registry.get(name)
+    except KeyError as exc:
+        raise argparse.ArgumentTypeError(exc.args[0]) from None
+
+
+def key_values(pairs: list[str], flag: str, example: str) -> dict[str, str]:
+    """Repeated ``FLAG KEY=VALUE`` arguments as a dict; ValueError names a malformed one."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip() or not value:
+            raise ValueError(f"{flag} {pair!r}: expected KEY=VALUE, e.g. {example}")
+        out[key.strip()] = value
+    return out
+
+
+async def until_stopped(duration: float | None = None) -> None:
+    """Wait for SIGINT or SIGTERM, or ``duration`` seconds when given (serve, record)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if duration:
+        loop.call_later(duration, stop.set)
+    await stop.wait()
+
+
+def host_port_arg(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT``; an empty host is loopback) for record and replay."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{text!r} is not HOST:PORT")
+    return host.strip("[]") or "127.0.0.1", int(port)

@@ -1,0 +1,551 @@
+"""The wirecheck pytest plugin (entry point ``pytest11``).
+
+Options (group "wirecheck"): ``--target HOST:PORT``, ``--protocol P``, ``--profile NAME|FILE``,
+``--timeout S`` (per receive; ``--wirecheck-timeout`` when another plugin owns ``--timeout``),
+``--strict`` (pytest's own flag: SHOULD violations fail too), ``--wirecheck-report FILE``,
+``--wirecheck-test-budget S`` (wall-clock seconds of I/O per test; conformance/target.py Budget).
+
+Without ``--target`` the ``target`` fixture starts the protocol's reference broker on a free
+port in this process (per xdist worker). Verdicts: a failing test whose requirements are all
+SHOULD/MAY is NON-STRICT (reported as xfail, "N" in the progress line) unless ``--strict``; a
+failing test whose requirements the profile waives is WAIVED; otherwise FAIL. The transcript
+of every connection a test opened is attached to any test that does not pass.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import json
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from wirecheck.conformance import verdicts
+from wirecheck.conformance.target import DEFAULT_MAX_TIMEOUTS, DEFAULT_TIMEOUT, Budget, Target
+
+_TARGET_KEY = pytest.StashKey[Target]()
+_RUN_KEY = pytest.StashKey[tuple]()
+_STARTED_KEY = pytest.StashKey[float]()
+_CASES_KEY = pytest.StashKey[int]()
+_ATTACHED_KEY = pytest.StashKey[int]()
+_HTML_KEY = pytest.StashKey[str]()
+#: The run's slack over ``cases x timeout``: a minute, less 5 s kept for start-up, the report
+#: and the exit.
+RUN_SLACK = 55.0
+#: Characters of transcripts (text and wire data) the reports of one run attach, over all its
+#: tests. Each test's transcript is bounded (target.TranscriptLimits), but a failing report is
+#: kept until the run ends (pytest's terminal summary, the result collector's parsed copy, and
+#: `wirecheck check` reads the result file back): a target that makes every test fail with a
+#: long conversation would add those bounds up over hundreds of tests (the SignalR suite against
+#: an endless stream of Pings once attached 2.3 MB per test: 480 MB by the last test, 830 MB
+#: with the result file read back). Far more than a run against a sound target attaches; past
+#: it, a failing test's report says its transcript was left out.
+RUN_TRANSCRIPT_CHARS = 16 << 20
+
+
+# -- options -----------------------------------------------------------------------------------
+
+def _host_port(text: str) -> tuple:
+    """``HOST:PORT`` -> (host, port); ``ws://HOST:PORT/path`` or ``http://HOST:PORT/path``
+    (a protocol spoken over HTTP + WebSocket, such as SignalR) -> (host, port, url)."""
+    if "://" in text:
+        from urllib.parse import urlsplit
+        parts = urlsplit(text)
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if parts.scheme not in ("ws", "wss", "http", "https") or not parts.hostname:
+            raise pytest.UsageError(f"--target {text!r}: expected HOST:PORT, ws://HOST:PORT/path "
+                                    f"or http://HOST:PORT/path")
+        if port is None:
+            port = 443 if parts.scheme in ("wss", "https") else 80
+        return parts.hostname, port, text
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise pytest.UsageError(f"--target {text!r}: expected HOST:PORT (or a ws:// / http:// URL)")
+    return host.strip("[]"), int(port)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise pytest.UsageError(f"--timeout {text!r}: expected seconds") from None
+    if value <= 0:
+        raise pytest.UsageError("--timeout must be > 0")
+    return value
+
+
+def pytest_addoption(parser) -> None:
+    group = parser.getgroup("wirecheck", "wirecheck conformance suite")
+    group.addoption("--target", dest="wirecheck_target", type=_host_port, default=None,
+                    metavar="HOST:PORT|URL",
+                    help="implementation under test: HOST:PORT, or ws://HOST:PORT/path / "
+                         "http://HOST:PORT/path for a protocol over WebSocket (default: start "
+                         "the reference broker)")
+    group.addoption("--protocol", dest="wirecheck_protocol", default=None, metavar="P",
+                    help="run only this protocol's suite (see `wirecheck protocols`)")
+    group.addoption("--profile", dest="wirecheck_profile", default=None, metavar="NAME|FILE",
+                    help="target profile: built-in name or TOML file")
+    timeout_help = "seconds to wait for each receive (default %(default)s)"
+    try:
+        group.addoption("--timeout", "--wirecheck-timeout", dest="wirecheck_timeout",
+                        type=_positive_float, default=DEFAULT_TIMEOUT, metavar="S", help=timeout_help)
+    except ValueError:            # another plugin (pytest-timeout) owns --timeout
+        group.addoption("--wirecheck-timeout", dest="wirecheck_timeout", type=_positive_float,
+                        default=DEFAULT_TIMEOUT, metavar="S", help=timeout_help)
+    group.addoption("--wirecheck-report", dest="wirecheck_report", default=None, metavar="FILE",
+                    help="write a JSON result file (verdict, requirements, transcript per test)")
+    group.addoption("--wirecheck-label", dest="wirecheck_label", default=None, metavar="NAME",
+                    help="the implementation's name in reports (default: the target and profile)")
+    group.addoption("--wirecheck-run-budget", dest="wirecheck_run_budget", type=_positive_float,
+                    default=None, metavar="S",
+                    help="wall-clock seconds for the whole run's I/O; once spent, every test still "
+                         "to run ends as TIMEOUT at its first I/O (default: the cases x timeout + "
+                         f"{RUN_SLACK:g} s, plus 5 x the profile's longest timer)")
+    group.addoption("--wirecheck-test-budget", dest="wirecheck_test_budget", type=_positive_float,
+                    default=None, metavar="S",
+                    help="wall-clock seconds of I/O per test, whatever the target does (default: "
+                         "60 + 30 x timeout + 5 x the profile's longest timer); a test also stops "
+                         f"after {DEFAULT_MAX_TIMEOUTS} receives time out")
+
+
+def strict_mode(config) -> bool:
+    """pytest's own ``--strict`` (pytest >= 9 stores it as the ``strict`` ini value)."""
+    try:
+        return bool(config.getini("strict"))
+    except (ValueError, KeyError):
+        return bool(getattr(config.option, "strict", False))
+
+
+def pytest_configure(config) -> None:
+    config.stash[_STARTED_KEY] = time.monotonic()      # the run's allowance counts from here
+    config.addinivalue_line("markers", "requirement(*ids): requirement IDs this black-box test checks")
+    config.addinivalue_line("markers", "slow: waits for a protocol timer (keep-alive, timeouts)")
+    if config.getoption("wirecheck_target") and not config.getoption("wirecheck_protocol"):
+        raise pytest.UsageError("--target needs --protocol (see `wirecheck protocols`)")
+    proto = config.getoption("wirecheck_protocol")
+    if proto:
+        from wirecheck.reference_impl.core import registry
+        from wirecheck.conformance.profiles import ProfileError, load_profile
+        try:
+            load_profile(registry.get(proto), config.getoption("wirecheck_profile"))
+        except KeyError as exc:
+            raise pytest.UsageError(str(exc.args[0])) from None
+        except ProfileError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if _no_paths_given(config):
+            # `pytest --protocol P` anywhere: the installed suite, not the current directory.
+            config.args = [str(suites_root())]
+    config.pluginmanager.register(ResultCollector(config), "wirecheck-results")
+
+
+def _no_paths_given(config) -> bool:
+    """True unless the command line named what to collect (paths, node ids, --pyargs names);
+    pytest then collects the ini's ``testpaths`` or the current directory, neither of which is
+    the suite."""
+    source = getattr(config, "args_source", None)
+    return source is not None and source != config.ArgsSource.ARGS
+
+
+def suites_root() -> Path:
+    """The directory of the installed suites (``wirecheck/conformance/suites``)."""
+    from wirecheck.conformance import suites
+    return Path(suites.__file__).resolve().parent
+
+
+def pytest_ignore_collect(collection_path, config):
+    """With ``--protocol``, the other protocols' suites are not even imported."""
+    proto = config.getoption("wirecheck_protocol", None)
+    if not proto:
+        return None
+    path = Path(collection_path)
+    root = suites_root()
+    if path.parent != root or not path.is_dir():
+        return None
+    return True if _protocol_of_suite(path.name) != proto else None
+
+
+# -- which suite an item belongs to ------------------------------------------------------------
+
+def suite_protocol(path) -> str | None:
+    parts = getattr(path, "parts", ())
+    for i, part in enumerate(parts[:-1]):
+        if part == "suites" and i > 0 and parts[i - 1] == "conformance":
+            return _protocol_of_suite(parts[i + 1]) if i + 1 < len(parts) - 1 else None
+    return None
+
+
+def _protocol_of_suite(package: str) -> str:
+    """A suite package is named like its protocol, but a protocol id may hold a hyphen
+    ("rabbitmq-stream") that a Python package cannot: ask the registry."""
+    from wirecheck.reference_impl.core import registry
+    for spec in registry.all_protocols():
+        if spec.suite.rsplit(".", 1)[-1] == package:
+            return spec.id
+    return package
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    proto = config.getoption("wirecheck_protocol")
+    if not proto:
+        return
+    keep, drop = [], []
+    for item in items:
+        (keep if suite_protocol(item.path) in (proto, None) else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+# -- fixtures ----------------------------------------------------------------------------------
+
+class _EmbeddedBrokers:
+    """Reference brokers started on demand, one per protocol, for this process."""
+
+    def __init__(self) -> None:
+        self.running: dict[str, object] = {}
+
+    def address(self, spec, profile: str | None = None) -> tuple:
+        """The broker speaks the profile under test (a built-in profile name; a profile file
+        extends one, whose name the broker gets). A broker reached by URL (its ``url``,
+        e.g. SignalR's hub over HTTP + WebSocket) adds the URL."""
+        key = (spec.id, profile)
+        if key not in self.running:
+            from wirecheck.reference_impl.core.server import ThreadedServer
+            self.running[key] = ThreadedServer(
+                spec.make_broker("127.0.0.1", 0, profile=profile, **spec.embedded_timing)).start()
+        server = self.running[key]
+        url = getattr(server.server, "url", None)
+        return server.address + ((url,) if url else ())
+
+    def stop(self) -> None:
+        for server in self.running.values():
+            server.stop()
+        self.running.clear()
+
+
+@pytest.fixture(scope="session")
+def wirecheck_embedded():
+    brokers = _EmbeddedBrokers()
+    yield brokers
+    brokers.stop()
+
+
+@pytest.fixture
+def wirecheck_spec(request):
+    from wirecheck.reference_impl.core import registry
+    proto = suite_protocol(request.node.path) or request.config.getoption("wirecheck_protocol")
+    if proto is None:
+        raise pytest.UsageError(f"{request.node.nodeid}: not in conformance/suites/<protocol> and no --protocol")
+    return registry.get(proto)
+
+
+@pytest.fixture
+def wirecheck_profile(request, wirecheck_spec):
+    from wirecheck.conformance.profiles import ProfileError, load_profile
+    try:
+        return load_profile(wirecheck_spec, request.config.getoption("wirecheck_profile"))
+    except ProfileError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+@pytest.fixture
+def target(request, wirecheck_spec, wirecheck_profile, wirecheck_embedded):
+    """The implementation under test; closes every connection the test opened."""
+    config = request.config
+    address = config.getoption("wirecheck_target")
+    embedded = address is None
+    profile = wirecheck_profile
+    if embedded:
+        address = wirecheck_embedded.address(wirecheck_spec, profile.base)
+        if wirecheck_spec.embedded_timing:        # the timers that broker was started with
+            profile = dataclasses.replace(profile, timing={**profile.timing,
+                                                           **wirecheck_spec.embedded_timing})
+    timeout = config.getoption("wirecheck_timeout")
+    run_deadline, run_seconds = _run_deadline(config, timeout, profile)
+    tgt = Target(address[0], address[1], wirecheck_spec, profile, timeout=timeout, embedded=embedded,
+                 url=address[2] if len(address) > 2 else None,
+                 budget=Budget(config.getoption("wirecheck_test_budget") or default_budget(timeout, profile),
+                               run_deadline=run_deadline, run_seconds=run_seconds))
+    request.node.stash[_TARGET_KEY] = tgt
+    yield tgt
+    tgt.close_all()
+
+
+#: What names a timer among a profile's ``[timing]`` values (seconds); the others are rates
+#: and counts (VibeMQ's ``max_messages_per_second``).
+_TIMER_WORDS = ("timeout", "delay", "interval", "expire")
+
+
+def longest_timer(profile) -> float:
+    """The longest of the profile's protocol timers, in seconds (0 without any)."""
+    timers = [float(v) for k, v in profile.timing.items()
+              if any(w in k for w in _TIMER_WORDS) and isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return max(timers, default=0.0)
+
+
+def default_budget(timeout: float, profile) -> float:
+    """A test's wall-clock I/O budget when none is given: room for any test against a slow but
+    sound target (a few dozen receives, and the protocol timers the profile says the suite waits
+    for: a redelivery test waits about three ack timeouts), never unbounded."""
+    return 60.0 + 30.0 * timeout + 5.0 * longest_timer(profile)
+
+
+def default_run_budget(cases: int, timeout: float, profile) -> float:
+    """The whole run's wall-clock I/O allowance when none is given: each case's receive timeout,
+    the time a timer test waits (5 x the profile's longest timer), and :data:`RUN_SLACK`. A sound
+    target is far inside it (most tests take a small part of their timeout); a hostile one (a
+    flood, answers that never end, a failure hypothesis keeps replaying) is stopped at it, so
+    that no run takes longer than ``cases x timeout + 60 s`` plus that timer wait."""
+    return cases * timeout + RUN_SLACK + 5.0 * longest_timer(profile)
+
+
+def _run_deadline(config, timeout: float, profile) -> tuple[float, float]:
+    """(deadline, seconds) of the run's allowance, fixed when the first test asks for it."""
+    got = config.stash.get(_RUN_KEY, None)
+    if got is None:
+        cases = config.stash.get(_CASES_KEY, 0) or 1
+        seconds = config.getoption("wirecheck_run_budget") or default_run_budget(cases, timeout, profile)
+        got = config.stash[_RUN_KEY] = (config.stash.get(_STARTED_KEY, time.monotonic()) + seconds, seconds)
+    return got
+
+
+def pytest_collection_finish(session) -> None:
+    # The cases the run's allowance is counted for: the suite tests that will run.
+    session.config.stash[_CASES_KEY] = sum(1 for i in session.items if suite_protocol(i.path) is not None)
+
+
+# -- verdicts and transcripts ------------------------------------------------------------------
+
+def _requirement_ids(item) -> list[str]:
+    ids: list[str] = []
+    for mark in item.iter_markers("requirement"):
+        ids.extend(mark.args)
+    return ids
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    ids = _requirement_ids(item)
+    proto = suite_protocol(item.path)
+    if proto is None:
+        return report
+    tgt = item.stash.get(_TARGET_KEY, None)
+    profile = tgt.profile if tgt is not None else None
+    verdict = verdicts.classify(report, call, proto, ids, profile, strict_mode(item.config))
+    if report.when == "call" or verdict != verdicts.PASS:
+        # On the item too: JUnit XML writes the properties of the teardown report.
+        ours = ("protocol", "requirements", "verdict")
+        item.user_properties[:] = [p for p in item.user_properties if p[0] not in ours] + [
+            ("protocol", proto), ("requirements", " ".join(ids)), ("verdict", verdict)]
+        report.user_properties = list(item.user_properties)
+    if verdict not in (verdicts.PASS, verdicts.SKIPPED, verdicts.HARNESS_ERROR) and ids:
+        report.sections.append(("wirecheck requirements", verdicts.describe(proto, ids)))
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if verdict != verdicts.PASS and getattr(exc, "expected", None):
+        # The outcomes the test accepted, and what came instead, for the report.
+        report.sections.append(("wirecheck outcome", json.dumps({"expected": exc.expected, "actual": exc.actual})))
+    if verdict != verdicts.PASS and tgt is not None and tgt.transcripts:
+        text, wire = attached_transcripts(item.config, tgt)
+        report.sections.append(("wirecheck transcript", text))
+        # The same, as data for the HTML report (sections are strings: they cross xdist).
+        report.sections.append(("wirecheck wire", wire))
+        _allure_attach(item.config, text)
+    return report
+
+
+def attached_transcripts(config, tgt) -> tuple[str, str]:
+    """(the transcript text, the wire data as JSON) a failing report attaches, within the run's
+    :data:`RUN_TRANSCRIPT_CHARS`; once that is spent, a note in their place."""
+    text = tgt.render_transcripts()
+    wire = json.dumps(tgt.transcripts_json())
+    used = config.stash.get(_ATTACHED_KEY, 0)
+    size = len(text) + len(wire)
+    if used + size > RUN_TRANSCRIPT_CHARS:
+        return (f"transcript left out ({len(tgt.transcripts)} connection(s), {size} characters): the "
+                f"reports of this run already hold {used} characters of transcripts (the run's "
+                f"allowance is {RUN_TRANSCRIPT_CHARS}); the earlier failures' are kept"), "[]"
+    config.stash[_ATTACHED_KEY] = used + size
+    return text, wire
+
+
+_SEVERITY = {"MUST": "critical", "SHOULD": "normal", "MAY": "minor"}
+
+
+@pytest.fixture(autouse=True)
+def _wirecheck_allure_labels(request):
+    """allure labels of a suite test: epic = protocol, feature = document section, story =
+    requirement ID, severity from the strongest level (MUST critical, SHOULD normal, MAY minor)."""
+    config = request.config
+    proto = suite_protocol(request.node.path)
+    if proto is None or not config.pluginmanager.hasplugin("allure_pytest") \
+            or not config.getoption("allure_report_dir", None):
+        return
+    import allure
+    ids = _requirement_ids(request.node)
+    cat = verdicts._catalogue(proto)
+    reqs = [cat[i] for i in ids if i in cat]
+    allure.dynamic.epic(proto)
+    for section in dict.fromkeys(r.section for r in reqs):
+        allure.dynamic.feature(section)
+    for rid in ids:
+        allure.dynamic.story(rid)
+    levels = [r.level for r in reqs]
+    strongest = next((lv for lv in ("MUST", "SHOULD", "MAY") if lv in levels), None)
+    if strongest:
+        allure.dynamic.severity(_SEVERITY[strongest])
+    if reqs:
+        allure.dynamic.description("\n".join(f"{r.id} [{r.level}] {r.section}: {r.summary}" for r in reqs))
+
+
+def _allure_attach(config, text: str) -> None:
+    if not config.pluginmanager.hasplugin("allure_pytest") or not config.getoption("allure_report_dir", None):
+        return
+    import allure
+    allure.attach(text, name="wire transcript", attachment_type=allure.attachment_type.TEXT)
+
+
+def pytest_report_teststatus(report, config):
+    if report.when != "call":
+        return None
+    verdict = dict(report.user_properties).get("verdict") if report.user_properties else None
+    if verdict == verdicts.NON_STRICT:
+        return "non-strict", "N", "NON-STRICT"
+    if verdict == verdicts.WAIVED:
+        return "waived", "W", "WAIVED"
+    if verdict == verdicts.INFORMATIONAL:
+        return "informational", "I", "INFORMATIONAL"
+    return None
+
+
+# -- results: terminal summary and JSON report -------------------------------------------------
+
+class ResultCollector:
+    """Gathers each suite test's verdict (on the xdist controller too)."""
+
+    def __init__(self, config) -> None:
+        self.config = config
+        self.results: dict[str, dict] = {}
+        self.started = time.time()
+
+    def pytest_runtest_logreport(self, report) -> None:
+        props = dict(report.user_properties)
+        if "verdict" not in props:
+            return
+        entry = self.results.setdefault(report.nodeid, {
+            "nodeid": report.nodeid, "protocol": props["protocol"],
+            "requirements": props["requirements"].split(), "verdict": verdicts.PASS,
+            "message": "", "transcript": "", "wire": [], "expected": None, "actual": None,
+            "duration": 0.0})
+        entry["duration"] += report.duration
+        if verdicts.rank(props["verdict"]) > verdicts.rank(entry["verdict"]):
+            sections = dict(report.sections)
+            entry["verdict"] = props["verdict"]
+            entry["message"] = verdicts.message(report)
+            entry["transcript"] = sections.get("wirecheck transcript", "")
+            entry["wire"] = json.loads(sections.get("wirecheck wire", "[]"))
+            outcome = json.loads(sections.get("wirecheck outcome", "{}"))
+            entry["expected"], entry["actual"] = outcome.get("expected"), outcome.get("actual")
+
+    def summary(self) -> dict:
+        """Per protocol: verdict counts, coverage, and the requirements by their verdict (the
+        worst of the tests naming them, as the reports read it: results.requirement_verdict)."""
+        from wirecheck.conformance.requirements import catalogue, catalogue_data
+        from wirecheck.conformance.results import requirement_verdict
+        from wirecheck.reference_impl.core import registry
+        per: dict[str, dict] = defaultdict(lambda: defaultdict(int))
+        by_id: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+        for r in self.results.values():
+            per[r["protocol"]][r["verdict"]] += 1
+            for rid in r["requirements"]:
+                by_id[r["protocol"]][rid].append(r)
+        broken = (verdicts.HARNESS_ERROR, verdicts.FAIL, verdicts.TIMEOUT, verdicts.NON_STRICT)
+        out = {}
+        for proto, counts in sorted(per.items()):
+            spec = registry.get(proto)
+            cat = catalogue(spec.requirements)
+            waivers = self._waivers(spec)
+            verdict_of = {rid: requirement_verdict(tests, {}) for rid, tests in by_id[proto].items()}
+
+            def having(*wanted):
+                return sorted(rid for rid, v in verdict_of.items() if v in wanted)
+            out[proto] = {"counts": dict(counts),
+                          "waivers": waivers,
+                          # a waiver whose requirement passes: no longer needed
+                          "stale_waivers": sorted(set(waivers) & set(having(verdicts.PASS, verdicts.INFORMATIONAL))),
+                          "catalogue": catalogue_data(cat),
+                          "coverage": verdicts.coverage(cat, set(verdict_of)),
+                          "failing_requirements": having(*broken),
+                          # a feature the profile says is absent (and no test of it passed)
+                          "unimplemented_requirements": having(verdicts.UNIMPLEMENTED),
+                          "waived_requirements": having(verdicts.WAIVED)}
+        return out
+
+    def _waivers(self, spec) -> dict:
+        from wirecheck.conformance.profiles import ProfileError, load_profile
+        try:
+            return dict(load_profile(spec, self.config.getoption("wirecheck_profile")).waivers)
+        except ProfileError:
+            return {}
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.results:
+            return
+        tr = terminalreporter
+        tr.section("wirecheck")
+        for proto, s in self.summary().items():
+            c, cov = s["counts"], s["coverage"]
+            tr.write_line(
+                f"{proto}: {c.get(verdicts.PASS, 0)} passed, {c.get(verdicts.FAIL, 0)} failed, "
+                f"{c.get(verdicts.TIMEOUT, 0)} timeout, {c.get(verdicts.NON_STRICT, 0)} non-strict, "
+                f"{c.get(verdicts.WAIVED, 0)} waived, {c.get(verdicts.UNIMPLEMENTED, 0)} unimplemented, "
+                f"{c.get(verdicts.INFORMATIONAL, 0)} informational, "
+                f"{c.get(verdicts.HARNESS_ERROR, 0)} harness-error; "
+                f"requirements tested MUST {cov['MUST'][0]}/{cov['MUST'][1]}, "
+                f"SHOULD {cov['SHOULD'][0]}/{cov['SHOULD'][1]}, MAY {cov['MAY'][0]}/{cov['MAY'][1]}, "
+                f"untestable {cov['untestable']}")
+            if s["failing_requirements"]:
+                tr.write_line(f"  not met: {', '.join(s['failing_requirements'])}")
+            if s["unimplemented_requirements"]:
+                tr.write_line(f"  unimplemented (profile): {', '.join(s['unimplemented_requirements'])}")
+            if s["waived_requirements"]:
+                tr.write_line(f"  waived (profile): {', '.join(s['waived_requirements'])}")
+            if s["stale_waivers"]:
+                tr.write_line(f"  stale waivers (the requirement passes): {', '.join(s['stale_waivers'])}")
+        if self.config.stash.get(_HTML_KEY, None):
+            tr.write_line(f"report: {self.config.stash[_HTML_KEY]}")
+
+    def pytest_sessionfinish(self, session, exitstatus) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        if int(exitstatus) == pytest.ExitCode.TESTS_FAILED and any(
+                r["verdict"] == verdicts.HARNESS_ERROR for r in self.results.values()):
+            # The kit failed, not (only) the target: exit 2, as `wirecheck check` documents.
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        path = self.config.getoption("wirecheck_report")
+        if not path:
+            return
+        # FILE.html: the HTML report, and its result file beside it (FILE.json).
+        html = path if path.endswith(".html") else None
+        if html:
+            path = html[:-len(".html")] + ".json"
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        doc = {"started": self.started, "finished": time.time(), "exitstatus": int(session.exitstatus),
+               "target": self.config.getoption("wirecheck_target"),
+               "label": self.config.getoption("wirecheck_label"),
+               "profile": self.config.getoption("wirecheck_profile"),
+               "strict": strict_mode(self.config),
+               "summary": self.summary(), "tests": sorted(self.results.values(), key=lambda r: r["nodeid"])}
+        with open(path, "w") as fh:
+            json.dump(doc, fh, indent=1)
+        if html:
+            from wirecheck.conformance.report_index import write
+            from wirecheck.conformance.results import load_run
+            write([load_run(path)], html)
+            self.config.stash[_HTML_KEY] = os.path.abspath(html)

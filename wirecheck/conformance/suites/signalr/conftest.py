@@ -1,0 +1,231 @@
+"""Helpers of the SignalR suite: connections over raw TCP or HTTP + WebSocket (``--target
+HOST:PORT`` or ``--target http://HOST:PORT/hub``) that run the handshake in the encoding under
+test, calls to the wirecheck test hub, the Echo barrier, and the accepted shapes of a
+protocol error.
+
+Every test runs once per hub protocol (``json``, ``messagepack``) through the ``sig``
+fixture. The reading (``draft`` or ``v1``) is the profile's base.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import time
+import uuid
+
+import pytest
+
+from wirecheck.conformance import websocket
+from wirecheck.conformance.target import Connection, TargetClosed, TargetError, TargetTimeout
+from wirecheck.reference_impl.signalr import codec
+from wirecheck.reference_impl.signalr.messages import (Close, Completion, HandshakeRequest, HandshakeResponse,
+                                             Invocation, Ping, StreamCompletion, StreamInvocation,
+                                             StreamItem)
+
+#: What the suite accepts from a target (a bound of its own, not the protocol's 2 GB).
+MAX_INCOMING = 64 * 1024 * 1024
+#: Keep-alive Pings one receive reads past before the suite calls the target a flood and drops
+#: the connection (:meth:`Sig.recv`). A sound server sends one Ping per keep-alive interval
+#: (15 s by default, seconds in any profile) and a receive waits seconds, so it sees a handful;
+#: an endless stream of Pings brings thousands per read. Without this bound a receive reads the
+#: stream for its whole timeout (and a loop of receives, the test's whole budget), each read
+#: another transcript entry the report keeps.
+MAX_PINGS = 1000
+ENCODINGS = ("json", "messagepack")
+
+
+def pytest_generate_tests(metafunc):
+    if "encoding" in metafunc.fixturenames:
+        wanted = getattr(metafunc.function, "encodings", ENCODINGS)
+        metafunc.parametrize("encoding", wanted)
+
+
+def only(*encodings):
+    """Decorator: run a test for these encodings only (its subject is one encoding's)."""
+    def mark(fn):
+        fn.encodings = encodings
+        return fn
+    return mark
+
+
+class Sig:
+    """Suite-side vocabulary for SignalR; does no I/O until a test calls it."""
+
+    def __init__(self, target, encoding: str) -> None:
+        self.target = target
+        self.encoding = encoding
+        self.reading = target.profile.base if target.profile.base in ("v1", "draft") else "v1"
+        self.draft = self.reading == "draft"
+        self._ids = itertools.count(1)
+        self._prefix = f"{os.getpid() % 10000}-{uuid.uuid4().hex[:6]}-"
+
+    # -- ids and messages ------------------------------------------------------------------
+
+    def new_id(self) -> str:
+        return f"{self._prefix}{next(self._ids)}"
+
+    def encode(self, message, encoding: str | None = None) -> bytes:
+        return codec.encode(message, encoding or self.encoding, self.reading)
+
+    def decoder(self, encoding: str | None = None, handshake: bool = True) -> codec.Decoder:
+        return codec.Decoder(codec.SignalRLimits(max_frame_size=MAX_INCOMING), origin="server",
+                             protocol=encoding or self.encoding, profile=self.reading,
+                             handshake=handshake)
+
+    def invocation(self, target: str, *args, invocation_id: str | None = None) -> Invocation:
+        return Invocation(target, list(args), invocation_id or self.new_id())
+
+    def stream_request(self, target: str, *args, invocation_id: str | None = None):
+        """A call whose results stream: StreamInvocation in v1, a plain Invocation in the draft."""
+        iid = invocation_id or self.new_id()
+        if self.draft:
+            return Invocation(target, list(args), iid)
+        return StreamInvocation(iid, target, list(args))
+
+    def nonblocking(self, target: str, *args) -> Invocation:
+        if self.draft:
+            return Invocation(target, list(args), self.new_id(), nonblocking=True)
+        return Invocation(target, list(args))
+
+    def is_stream_end(self, message, iid: str) -> bool:
+        if self.draft:
+            return isinstance(message, StreamCompletion) and message.invocation_id == iid
+        return isinstance(message, Completion) and message.invocation_id == iid
+
+    # -- connections -----------------------------------------------------------------------
+
+    def open(self, *, encoding: str | None = None, name: str = "", negotiate: bool = True,
+             url: str | None = None) -> Connection:
+        """A connection with no handshake sent yet."""
+        encoding = encoding or self.encoding
+        encode = lambda m: self.encode(m, encoding)          # noqa: E731
+        target = self.target
+        if target.url is None:
+            return target.connect(name, decoder=self.decoder(encoding), encode=encode)
+        ws_url = url or target.url
+        if negotiate and url is None:
+            try:
+                answer = websocket.negotiate(target.url, target.timeout, 1)
+            except (OSError, websocket.WebSocketError) as exc:
+                raise TargetError(f"negotiate failed: {exc}") from None
+            token = answer.get("connectionToken") or answer.get("connectionId")
+            if not isinstance(token, str):
+                raise TargetError(f"negotiate answer without a connection token: {answer!r}")
+            ws_url = f"{target.url}{'&' if '?' in target.url else '?'}id={token}"
+        return target.connect_websocket(ws_url, name, decoder=self.decoder(encoding), encode=encode,
+                                        binary=encoding == "messagepack")
+
+    def connect(self, *, encoding: str | None = None, name: str = "", **options) -> Connection:
+        """A connection past the handshake (v1: ``{}`` received; the draft answers nothing)."""
+        encoding = encoding or self.encoding
+        conn = self.open(encoding=encoding, name=name, **options)
+        conn.send(HandshakeRequest(encoding, None if self.draft else 1))
+        if not self.draft:
+            conn.expect(HandshakeResponse, error=None)
+        return conn
+
+    # -- receiving -------------------------------------------------------------------------
+
+    def recv(self, conn, expecting: str = "a message", timeout: float | None = None):
+        """The next message other than a keep-alive Ping, within one timeout however many
+        Pings come first (a target sending nothing but Pings must not keep the suite reading).
+        More than :data:`MAX_PINGS` Pings in a row is a flood: the connection is dropped and
+        :class:`~conformance.target.TargetFlooded` raised."""
+        limit = conn.timeout if timeout is None else timeout
+        started = time.monotonic()
+        deadline = started + limit
+        pings = 0
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                reason = f"only keep-alive Pings for {limit:g} s (expected {expecting})"
+                conn.budget.timed_out(reason)
+                raise TargetTimeout(reason)
+            message = conn.recv(left, expecting=expecting)
+            if not isinstance(message, Ping):
+                return message
+            pings += 1
+            if pings > MAX_PINGS:
+                took = time.monotonic() - started
+                raise conn.drop(f"more than {MAX_PINGS} keep-alive Pings in {took:.3g} s and nothing else "
+                                f"(expected {expecting}): a flood, where a server sends one Ping per "
+                                f"keep-alive interval; the suite dropped the connection")
+
+    def collect(self, conn, iid: str, *, end=None) -> list:
+        """Messages for ``iid`` until the one ``end`` accepts (default: a Completion, or the
+        draft's StreamCompletion). Any message for another id is a failure."""
+        end = end or (lambda m: isinstance(m, (Completion, StreamCompletion)) and m.invocation_id == iid)
+        out = []
+        while True:
+            message = self.recv(conn, f"the messages of invocation {iid!r}")
+            if getattr(message, "invocation_id", iid) != iid:
+                raise TargetError(f"expected messages for {iid!r}, got {message!r}")
+            out.append(message)
+            if end(message):
+                return out
+
+    def call(self, conn, target: str, *args):
+        """Invoke and return the Completion (asserting no StreamItem came first)."""
+        request = self.invocation(target, *args)
+        conn.send(request)
+        got = self.collect(conn, request.invocation_id)
+        items = [m for m in got if isinstance(m, StreamItem)]
+        assert not items, f"a single-result call got StreamItems: {items}"
+        return got[-1]
+
+    def barrier(self, conn, after: str = "") -> None:
+        """Prove nothing else is queued: an Echo whose Completion must be the next message."""
+        token = f"barrier-{uuid.uuid4().hex[:8]}"
+        request = self.invocation("Echo", token)
+        conn.send(request)
+        message = self.recv(conn, f"the barrier's Completion{' after ' + after if after else ''}")
+        if not (isinstance(message, Completion) and message.invocation_id == request.invocation_id
+                and message.result == token):
+            raise TargetError(f"expected only the barrier's Completion{' after ' + after if after else ''}"
+                              f", got {message!r}")
+
+    def expect_protocol_error(self, conn, reason: str) -> Close | None:
+        """The target treats what was sent as a protocol error: it closes the connection,
+        after a Close message (v1 servers) or at once. Returns the Close, if any."""
+        close = None
+        try:
+            message = self.recv(conn, f"the connection to close ({reason})")
+        except TargetClosed:
+            return None
+        if isinstance(message, Close):
+            close = message
+            conn.expect_closed(reason=reason)
+            return close
+        raise TargetError(f"expected the connection to be closed ({reason}), got {message!r}")
+
+    def expect_closed_or_error(self, conn, iid: str | None, reason: str) -> str:
+        """Accepted: the connection closes (protocol error), or ``iid`` completes with an error.
+        Returns which ("closed" or "error")."""
+        try:
+            message = self.recv(conn, f"an error or the connection to close ({reason})")
+        except TargetClosed:
+            return "closed"
+        if isinstance(message, Close):
+            conn.expect_closed(reason=reason)
+            return "closed"
+        if iid is not None and isinstance(message, Completion) and message.invocation_id == iid \
+                and message.error is not None:
+            return "error"
+        raise TargetError(f"expected an error Completion or the connection to close ({reason}), "
+                          f"got {message!r}")
+
+
+@pytest.fixture
+def sig(target, encoding):
+    return Sig(target, encoding)
+
+
+def raw_json(text: str) -> bytes:
+    """A JSON record as the suite writes it by hand (for messages the encoder refuses)."""
+    return text.encode("utf-8") + b"\x1e"
+
+
+def raw_msgpack(items) -> bytes:
+    import msgpack
+    from wirecheck.reference_impl.signalr.framing import frame_binary
+    return frame_binary(msgpack.packb(items, use_bin_type=True))

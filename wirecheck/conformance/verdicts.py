@@ -1,0 +1,123 @@
+"""Verdicts of black-box tests and requirement coverage.
+
+PASS; FAIL (a MUST broken); TIMEOUT (the target did not answer in time, or kept the test busy
+past its budget: a FAIL whose reason is silence or a flood, kept apart so a hung target is told
+from a wrong one); NON-STRICT (only SHOULD/MAY
+requirements broken: passes unless ``--strict``); WAIVED (the profile waives every requirement
+the test checks); UNIMPLEMENTED (an optional feature the profile says the target lacks: the
+test calls :func:`unimplemented`, which skips it with that verdict); INFORMATIONAL (the test's
+checks held and it records what the target chose where the document leaves a choice: it calls
+:func:`informational` with the observation); HARNESS-ERROR (the kit itself failed: fixture
+set-up, broker start).
+"""
+from __future__ import annotations
+
+PASS, FAIL, TIMEOUT = "PASS", "FAIL", "TIMEOUT"
+NON_STRICT, WAIVED, HARNESS_ERROR = "NON-STRICT", "WAIVED", "HARNESS-ERROR"
+SKIPPED, UNIMPLEMENTED, INFORMATIONAL = "SKIPPED", "UNIMPLEMENTED", "INFORMATIONAL"
+_UNIMPLEMENTED_PREFIX = "UNIMPLEMENTED: "
+_INFORMATIONAL_PREFIX = "INFORMATIONAL: "
+_RANK = {PASS: 0, INFORMATIONAL: 1, SKIPPED: 1, UNIMPLEMENTED: 1, WAIVED: 2, NON_STRICT: 3, TIMEOUT: 4,
+         FAIL: 5, HARNESS_ERROR: 6}
+
+
+def rank(verdict: str) -> int:
+    return _RANK.get(verdict, 0)
+
+
+def _catalogue(proto: str) -> dict:
+    from wirecheck.conformance.requirements import catalogue
+    from wirecheck.reference_impl.core import registry
+    return catalogue(registry.get(proto).requirements)
+
+
+def _levels(proto: str, ids: list[str]) -> list[str]:
+    cat = _catalogue(proto)
+    return [cat[i].level if i in cat else "MUST" for i in ids]
+
+
+def describe(proto: str, ids: list[str]) -> str:
+    """One line per requirement a test checks: ID, level, document section, statement."""
+    cat = _catalogue(proto)
+    lines = []
+    for i in ids:
+        req = cat.get(i)
+        lines.append(f"{i} [{req.level}] {req.section}: {req.summary}" if req else f"{i} [unknown ID]")
+    return "\n".join(lines)
+
+
+def unimplemented(feature: str) -> None:
+    """Skip the calling test: the profile says the target lacks ``feature`` (not a failure)."""
+    import pytest
+    pytest.skip(_UNIMPLEMENTED_PREFIX + feature)
+
+
+def informational(observation: str) -> None:
+    """End the calling test (its checks held) with verdict INFORMATIONAL and ``observation``:
+    what the target chose where the document leaves it a choice."""
+    import pytest
+    pytest.skip(_INFORMATIONAL_PREFIX + observation)
+
+
+def classify(report, call, proto: str, ids: list[str], profile, strict: bool) -> str:
+    """The verdict of one phase's report; turns NON-STRICT/WAIVED failures into xfails."""
+    if report.skipped:
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+        reason = str(reason).removeprefix("Skipped: ")
+        if reason.startswith(_UNIMPLEMENTED_PREFIX):
+            return UNIMPLEMENTED
+        if reason.startswith(_INFORMATIONAL_PREFIX):
+            return INFORMATIONAL
+        return SKIPPED
+    if report.passed:
+        return PASS
+    if report.when != "call":
+        return HARNESS_ERROR
+    from wirecheck.conformance.target import TargetTimeout, spent_in
+    waivers = profile.waivers if profile is not None else {}
+    if ids and all(i in waivers for i in ids):
+        report.outcome = "skipped"
+        report.wasxfail = "WAIVED: " + "; ".join(f"{i}: {waivers[i]}" for i in ids)
+        return WAIVED
+    if ids and not strict and all(level != "MUST" for level in _levels(proto, ids)):
+        report.outcome = "skipped"
+        report.wasxfail = "NON-STRICT: " + _first_line(call)
+        return NON_STRICT
+    if call.excinfo is not None and (call.excinfo.errisinstance(TargetTimeout)
+                                     or spent_in(call.excinfo.value) is not None):
+        return TIMEOUT
+    return FAIL
+
+
+def _first_line(call) -> str:
+    if call.excinfo is None:
+        return ""
+    return str(call.excinfo.value).strip().splitlines()[0] if str(call.excinfo.value).strip() else call.excinfo.typename
+
+
+def message(report) -> str:
+    if getattr(report, "wasxfail", ""):
+        return report.wasxfail
+    if report.longrepr is None:
+        return ""
+    if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:   # a skip: (file, line, reason)
+        reason = str(report.longrepr[2])
+        return reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason
+    crash = getattr(report.longrepr, "reprcrash", None)
+    return crash.message if crash is not None else str(report.longrepr).splitlines()[-1]
+
+
+def coverage(cat: dict, tested_ids: set) -> dict:
+    """(tested, testable) per level, plus how many IDs are untestable black-box."""
+    out = {level: [0, 0] for level in ("MUST", "SHOULD", "MAY")}
+    untestable = 0
+    for req in cat.values():
+        if req.untestable:
+            untestable += 1
+            continue
+        out[req.level][1] += 1
+        if req.id in tested_ids:
+            out[req.level][0] += 1
+    out["untestable"] = untestable
+    return out

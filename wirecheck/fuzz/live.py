@@ -1,0 +1,471 @@
+"""The network fuzzer: ``wirecheck fuzz --protocol P --target HOST:PORT`` (or ``--serve`` /
+``--command CMD``, to have the kit start the target and restart it after a crash).
+
+Each case is a recorded client session (fuzz/live_seeds.py) with one structure-aware change
+(fuzz/mutate.py), written whole, in pieces or byte by byte on a fresh connection. Then:
+
+1. the case's answers are read until the target closes or stays quiet (``quiet`` seconds, a
+   bounded total): every byte must decode with the reference codec, or it is a **violation**;
+2. a liveness probe on another fresh connection (conformance/liveness.py) must be answered
+   within ``timeout`` (a second probe follows a first without answer): refused, or the
+   process the kit started exited, is a **crash**; no answer is a **hang**; an undecodable
+   answer, or the probe's connection closed without one, is a **violation**.
+
+A finding is checked before it is saved: the target is restarted (when the kit started it)
+and the case sent again as ``wirecheck replay`` will send it (in the same writes);
+``reproduced`` says whether the same finding came back. A reproduced crash is minimized frame by frame (a frame
+that is not needed is dropped). Each finding is saved once per signature (kind plus the
+target's last exception line, exit status or decode error, numbers masked) as
+``<findings>/<kind>-<signature hash>.bin`` (the exact bytes) with a ``.json`` beside it (what
+was changed, answers, the process's last output, the command that reproduces it).
+
+The fuzzer is greybox without instrumentation: a case whose answers have a shape not seen
+before (the set of answer frame types and codes, how the connection ended) joins the corpus,
+so later cases start from the states it reached. ``coverage`` counts those shapes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import select
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wirecheck.conformance import liveness
+from wirecheck.fuzz.live_seeds import Seed, load_seeds
+from wirecheck.fuzz.mutate import Mutator, load_dictionary
+from wirecheck.fuzz.targets import FINDINGS
+from wirecheck.reference_impl.core.errors import FrameError
+
+FUZZ = Path(__file__).resolve().parent
+CRASH, HANG, VIOLATION = "crash", "hang", "violation"
+#: Bytes of answers read per case, and the corpus size kept (seeds plus new shapes).
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+MAX_CORPUS = 4000
+#: Attempts (each a restart and a resend) spent minimizing one crash.
+MINIMIZE_ATTEMPTS = 24
+
+
+# --- the target process, when the kit starts it --------------------------------------------
+
+class ManagedTarget:
+    """A target process the kit starts, watches and restarts. ``argv`` may contain
+    ``{port}`` (a free port is chosen) ; else ``port_pattern`` finds the port in its output."""
+
+    def __init__(self, argv: list[str], port_pattern: str | None = None, host: str = "127.0.0.1",
+                 start_timeout: float = 30.0) -> None:
+        self.argv = argv
+        self.port_pattern = re.compile(port_pattern) if port_pattern else None
+        self.host = host
+        self.port = 0
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen | None = None
+        self.log = tempfile.NamedTemporaryFile(prefix="wirecheck-target-", suffix=".log", delete=False)
+        self.restarts = 0
+
+    @classmethod
+    def reference(cls, protocol: str, profile: str | None = None) -> "ManagedTarget":
+        """The kit's own reference broker of ``protocol`` (``wirecheck serve``); SignalR's raw
+        TCP transport, which is what the network fuzzer speaks."""
+        argv = [sys.executable, "-m", "wirecheck", "serve", "--protocol", protocol, "--port", "0"]
+        if profile:
+            argv += ["--profile", profile]
+        pattern = r"raw TCP on [\d.]+:(\d+)" if protocol == "signalr" else r"listening on [\d.]+:(\d+)"
+        return cls(argv, pattern)
+
+    @classmethod
+    def command(cls, command: str) -> "ManagedTarget":
+        return cls(shlex.split(command))
+
+    def start(self) -> None:
+        argv, fixed = self.argv, None
+        if any("{port}" in a for a in argv):
+            with socket.socket() as s:
+                s.bind((self.host, 0))
+                fixed = s.getsockname()[1]
+            argv = [a.replace("{port}", str(fixed)) for a in argv]
+        self.log.seek(0)
+        self.log.truncate()
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the target exited at start ({self.exit_status()}):\n{self.output_tail()}")
+            port = fixed or self._port_from_output()
+            if port:
+                try:
+                    socket.create_connection((self.host, port), timeout=1.0).close()
+                    self.port = port
+                    return
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"the target did not start listening within {self.start_timeout:g} s:\n"
+                           f"{self.output_tail()}")
+
+    def _port_from_output(self) -> int:
+        if self.port_pattern is None:
+            return 0
+        m = self.port_pattern.search(Path(self.log.name).read_text(errors="replace"))
+        return int(m.group(1)) if m else 0
+
+    def exited(self) -> bool:
+        return self.proc is not None and self.proc.poll() is not None
+
+    def exit_status(self) -> str:
+        code = self.proc.poll() if self.proc else None
+        if code is None:
+            return "running"
+        if code < 0:
+            return f"killed by {signal.Signals(-code).name}"
+        return f"exit code {code}"
+
+    def output_tail(self, lines: int = 25) -> str:
+        self.log.flush()
+        text = Path(self.log.name).read_text(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def restart(self) -> None:
+        self.stop()
+        self.restarts += 1
+        self.start()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(10)
+
+    def close(self) -> None:
+        self.stop()
+        self.log.close()
+        os.unlink(self.log.name)
+
+
+# --- one case ----------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    answers: list = field(default_factory=list)   # frames the target answered
+    ended: str = "open"                           # "fin", "rst", "open" (quiet) or "limit"
+    violation: str = ""                           # the decode error of the answers, if any
+    probe: liveness.ProbeResult | None = None
+    send_error: str = ""
+
+    def shape(self, spec) -> tuple:
+        """What the answers looked like, for novelty: frame types and codes, the ending."""
+        kinds = set()
+        for frame in self.answers[:64]:
+            try:
+                d = spec.frame_to_dict(frame)
+            except Exception:                          # a view must never stop the fuzzer
+                d = {}
+            key = [type(frame).__name__]
+            for name in ("type", "code", "response_code", "error_code", "category"):
+                if name in d and isinstance(d[name], (int, str)):
+                    key.append(f"{name}={d[name]}")
+            kinds.add(" ".join(key))
+        return tuple(sorted(kinds)), self.ended, self.violation.split(":")[0]
+
+
+def send_and_read(spec, host: str, port: int, data: bytes, writes: list[int], profile: str | None,
+                  quiet: float, timeout: float) -> Outcome:
+    """Send ``data`` in ``writes`` on a fresh connection; read the answers until the target
+    closes, is quiet for ``quiet`` s, or ``timeout`` s / MAX_ANSWER_BYTES have passed."""
+    out = Outcome()
+    try:
+        sock = liveness.open_connection(host, port, timeout)
+    except OSError as exc:
+        out.send_error = f"cannot connect: {exc.strerror or exc}"
+        out.ended = "refused"
+        return out
+    decoder = spec.make_decoder(origin="server", profile=profile)
+    try:
+        pos = 0
+        for size in writes:
+            try:
+                sock.sendall(data[pos:pos + size])
+            except OSError as exc:                     # the target closed on an early frame
+                out.send_error = f"write failed after {pos} bytes: {exc.strerror or exc}"
+                break
+            pos += size
+        deadline, total = time.monotonic() + timeout, 0
+        while True:
+            left = min(quiet, deadline - time.monotonic())
+            if left <= 0:
+                out.ended = "limit"
+                break
+            if not select.select([sock], [], [], left)[0]:
+                break                                  # quiet: still open
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                out.ended = "rst"
+                break
+            if not chunk:
+                out.ended = "fin"
+                break
+            total += len(chunk)
+            if not out.violation:
+                try:
+                    out.answers.extend(decoder.feed(chunk))
+                except FrameError as exc:
+                    out.answers.extend(exc.frames)
+                    out.violation = f"{exc.category}: {exc}"
+            if total >= MAX_ANSWER_BYTES:
+                out.ended = "limit"
+                break
+    finally:
+        sock.close()
+    return out
+
+
+# --- findings ------------------------------------------------------------------------------
+
+_NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
+
+
+def signature(kind: str, detail: str) -> str:
+    """``kind`` and the detail's telling line with numbers masked: the same bug found twice
+    (other ids, other offsets) has one signature."""
+    return f"{kind}: {_NUMBERS.sub('N', detail.strip())[:200]}"
+
+
+def crash_detail(tail: str, status: str) -> str:
+    """The line that names a crash: the last exception line of a traceback, else the status."""
+    for line in reversed(tail.splitlines()):
+        if re.match(r"^\w[\w.]*(Error|Exception|Exit|Interrupt)\b", line) or "Fatal" in line or "panic" in line:
+            return line.strip()
+    return status
+
+
+@dataclass
+class Finding:
+    kind: str
+    signature: str
+    reason: str
+    frames: list[bytes]
+    changed: int
+    how: str
+    writes: list[int]
+    answers: list = field(default_factory=list)
+    output: str = ""
+    reproduced: bool | None = None
+    minimized_from: int | None = None
+    count: int = 1
+    file: str = ""
+
+    @property
+    def data(self) -> bytes:
+        return b"".join(self.frames)
+
+
+# --- the fuzzer ----------------------------------------------------------------------------
+
+@dataclass
+class LiveOptions:
+    timeout: float = 2.0         # liveness probe and total answer time per case
+    quiet: float = 0.02          # a case's answers end after this long without a byte
+    seed: int = 0
+    findings: Path = FINDINGS
+    profile: str | None = None
+    restart_wait: float = 0.0    # external target: how long to wait for it to come back
+    extra_seeds: tuple[str, ...] = ()
+
+
+class LiveFuzzer:
+    def __init__(self, spec, host: str, port: int, options: LiveOptions,
+                 managed: ManagedTarget | None = None) -> None:
+        self.spec = spec
+        self.host, self.port = host, port
+        self.options = options
+        self.managed = managed
+        self.rng = random.Random(options.seed)
+        tokens = []
+        from wirecheck.fuzz.targets import of_protocol
+        for target in of_protocol(spec.id):
+            tokens += load_dictionary(FUZZ / "dictionaries" / target.dictionary)
+        self.mutator = Mutator(self.rng, sorted(set(tokens)))
+        self.seeds: list[Seed] = load_seeds(spec, options.profile, list(options.extra_seeds))
+        if not self.seeds:
+            raise RuntimeError(f"no seed sessions for {spec.id}: no capture or corpus decodes")
+        self.corpus: list[tuple[bytes, ...]] = [s.frames for s in self.seeds]
+        self.shapes: set = set()
+        self.findings: dict[str, Finding] = {}
+        self.execs = 0
+        self.stopped = ""                # why the run ended early (a dead external target)
+        self.folder = Path(options.findings) / f"live-{spec.id}"
+
+    # -- running ---------------------------------------------------------------------------
+
+    def run(self, seconds: float, max_cases: int | None = None, progress=None,
+            stop_on_finding: bool = False) -> dict:
+        """Fuzz for ``seconds`` (or ``max_cases``); ``stop_on_finding``: end at the first."""
+        started, t0 = time.time(), time.monotonic()
+        deadline = t0 + seconds
+        while time.monotonic() < deadline and (max_cases is None or self.execs < max_cases):
+            frames, changed, how = self.mutator.mutate(self.rng.choice(self.corpus), self.corpus)
+            if not frames:
+                continue
+            data = b"".join(frames)
+            writes = self.mutator.writes(len(data))
+            outcome = self.execute(data, writes)
+            self.execs += 1
+            shape = outcome.shape(self.spec)
+            if shape not in self.shapes:
+                self.shapes.add(shape)
+                if len(self.corpus) < MAX_CORPUS:
+                    self.corpus.append(tuple(frames))
+            kind, reason = self.judge(outcome)
+            if kind:
+                if not self.found(kind, reason, outcome, frames, changed, how, writes) or stop_on_finding:
+                    break
+            if progress is not None and self.execs % 25 == 0:
+                progress(self)
+        if progress is not None:
+            progress(self)
+        return self.summary(started, time.monotonic() - t0)
+
+    def execute(self, data: bytes, writes: list[int]) -> Outcome:
+        o = self.options
+        outcome = send_and_read(self.spec, self.host, self.port, data, writes, o.profile, o.quiet, o.timeout)
+        outcome.probe = liveness.settled_probe(self.spec, self.host, self.port, o.profile, o.timeout)
+        return outcome
+
+    def judge(self, outcome: Outcome) -> tuple[str, str]:
+        probe = outcome.probe
+        if self.managed is not None and self.managed.exited():
+            status = self.managed.exit_status()
+            return CRASH, crash_detail(self.managed.output_tail(), status) + f" ({status})"
+        if probe.status == liveness.REFUSED or outcome.ended == "refused":
+            return CRASH, probe.detail or outcome.send_error
+        if probe.status == liveness.SILENT:
+            return HANG, probe.detail
+        if outcome.violation:
+            return VIOLATION, f"undecodable answer: {outcome.violation}"
+        if probe.status in (liveness.GARBAGE, liveness.CLOSED):
+            return VIOLATION, probe.detail
+        return "", ""
+
+    # -- findings --------------------------------------------------------------------------
+
+    def found(self, kind: str, reason: str, outcome: Outcome, frames: list[bytes], changed: int,
+              how: str, writes: list[int]) -> bool:
+        """Record a finding; False when the run cannot go on (an external target is down)."""
+        sig = signature(kind, reason)
+        output = self.managed.output_tail() if self.managed is not None else ""
+        if sig in self.findings:
+            self.findings[sig].count += 1
+            return self.recover(kind)
+        finding = Finding(kind, sig, reason, list(frames), changed, how, writes,
+                          outcome.answers[:20], output)
+        if not self.recover(kind):
+            self.save(finding)
+            return False
+        finding.reproduced = self.reproduces(finding, finding.frames)
+        if finding.reproduced and kind == CRASH and self.managed is not None:
+            self.minimize(finding)
+        self.save(finding)
+        return True
+
+    def recover(self, kind: str) -> bool:
+        """Bring the target back after a crash or hang: restart it (kit-started), or wait
+        ``restart_wait`` for it to come back (external)."""
+        if kind == VIOLATION:
+            return True
+        if self.managed is not None:
+            self.managed.restart()
+            self.port = self.managed.port
+            return True
+        deadline = time.monotonic() + self.options.restart_wait
+        while time.monotonic() < deadline:
+            if liveness.probe(self.spec, self.host, self.port, self.options.profile, self.options.timeout).ok:
+                return True
+            time.sleep(0.5)
+        self.stopped = f"the target is down after a {kind} and was not restarted"
+        return False
+
+    def reproduces(self, finding: Finding, frames: list[bytes]) -> bool:
+        """Whether ``frames``, sent on a fresh connection as ``wirecheck replay`` sends the
+        finding (in its writes when they still add up, else whole), give the same signature
+        again; the target is brought back after."""
+        data = b"".join(frames)
+        writes = finding.writes if sum(finding.writes) == len(data) else [len(data)]
+        outcome = self.execute(data, writes)
+        kind, reason = self.judge(outcome)
+        same = kind == finding.kind and signature(kind, reason) == finding.signature
+        if kind:
+            self.recover(kind)
+        return same
+
+    def minimize(self, finding: Finding) -> None:
+        """Drop frames the crash does not need, last to first (bounded attempts)."""
+        frames, attempts = list(finding.frames), 0
+        i = len(frames) - 1
+        while i >= 0 and attempts < MINIMIZE_ATTEMPTS and len(frames) > 1:
+            trial = frames[:i] + frames[i + 1:]
+            attempts += 1
+            if self.reproduces(finding, trial):
+                frames = trial
+            i -= 1
+        if len(frames) < len(finding.frames):
+            finding.minimized_from = len(finding.frames)
+            finding.frames = frames
+            finding.changed = -1
+            finding.writes = [len(finding.data)]
+
+    def save(self, finding: Finding) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        stem = f"{finding.kind}-{hashlib.sha1(finding.signature.encode()).hexdigest()[:10]}"
+        path = self.folder / f"{stem}.bin"
+        path.write_bytes(finding.data)
+        finding.file = str(path)
+        self.findings[finding.signature] = finding
+        meta = {
+            "protocol": self.spec.id, "profile": self.options.profile, "kind": finding.kind,
+            "signature": finding.signature, "reason": finding.reason,
+            "target": f"{self.host}:{self.port}",
+            "found": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "after_cases": self.execs,
+            "mutation": finding.how, "changed_frame": finding.changed,
+            "frames": [f.hex() for f in finding.frames], "writes": finding.writes,
+            "reproduced": finding.reproduced, "minimized_from_frames": finding.minimized_from,
+            "answers": [repr(a)[:300] for a in finding.answers],
+            "target_output": finding.output,
+            "reproduce": self.reproduce_command(path),
+        }
+        path.with_suffix(".json").write_text(json.dumps(meta, indent=1) + "\n")
+
+    def reproduce_command(self, path: Path | str) -> str:
+        """The replay command; a target the kit started gets a new port each time, so the
+        address is left for the user there, else it is the target's."""
+        profile = f" --profile {self.options.profile}" if self.options.profile else ""
+        address = "HOST:PORT" if self.managed is not None else f"{self.host}:{self.port}"
+        return f"wirecheck replay {path} --protocol {self.spec.id}{profile} --target {address}"
+
+    def summary(self, started: float, elapsed: float) -> dict:
+        return {
+            "mode": "live", "protocol": self.spec.id, "profile": self.options.profile,
+            "target": f"{self.host}:{self.port}", "started": started, "seconds": round(elapsed, 3),
+            "execs": self.execs, "exec_per_s": round(self.execs / elapsed, 1) if elapsed > 0 else 0.0,
+            "seeds": len(self.seeds), "corpus_size": len(self.corpus), "coverage": len(self.shapes),
+            "restarts": self.managed.restarts if self.managed is not None else 0,
+            "stopped": self.stopped,
+            "findings": [{"kind": f.kind, "signature": f.signature, "count": f.count, "file": f.file,
+                          "reproduced": f.reproduced, "frames": len(f.frames), "bytes": len(f.data),
+                          "reproduce": self.reproduce_command(f.file)}
+                         for f in self.findings.values()],
+        }

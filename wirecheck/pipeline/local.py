@@ -1,0 +1,62 @@
+"""The pipeline's per-flow analysis without Spark: one process, one file after another, the
+capture streamed through one reassembler (as ``wirecheck decode --pcap`` reads it).
+
+It is the yardstick the Spark job is tested against (same rows, other grouping), and a quick
+way to see an observer's verdicts on a capture::
+
+    python -m wirecheck.pipeline.local [--protocol P] [--port N] [--profile NAME] CAPTURES...
+
+prints each violation and a count of rows per table.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from typing import Iterable, Optional
+
+from wirecheck.conformance.pcapfile import PcapReader
+from wirecheck.pipeline.flows import iter_rows, specs_by_port
+from wirecheck.pipeline.inputs import capture_files, level, protocols
+from wirecheck.pipeline.schema import ROW_TABLES
+from wirecheck.pipeline.stats import of_rows
+
+
+def analyze_file(path: str, by_port: dict, profile: Optional[str] = None) -> dict[str, list[dict]]:
+    """Every row of the capture at ``path``, by table."""
+    tables: dict[str, list[dict]] = defaultdict(list)
+    with PcapReader(path) as reader:
+        for table, row in iter_rows(path, reader, by_port, profile, level):
+            tables[table].append(row)
+    return tables
+
+
+def analyze(paths: Iterable[str], protocol: Optional[str] = None, ports: Iterable[int] = (),
+            profile: Optional[str] = None) -> dict[str, list[dict]]:
+    """Every row of every capture under ``paths``, by table (``stats`` too)."""
+    by_port = specs_by_port(protocols(protocol), ports)
+    tables: dict[str, list[dict]] = defaultdict(list)
+    for path in capture_files(paths):
+        for table, rows in analyze_file(path, by_port, profile).items():
+            tables[table] += rows
+    tables["stats"] = of_rows((t, row) for t in ROW_TABLES for row in tables[t]).rows()
+    return tables
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m wirecheck.pipeline.local", description=__doc__.split("\n\n")[0])
+    p.add_argument("captures", nargs="+")
+    p.add_argument("--protocol")
+    p.add_argument("--port", type=int, action="append", default=[])
+    p.add_argument("--profile")
+    args = p.parse_args(argv)
+    tables = analyze(args.captures, args.protocol, args.port, args.profile)
+    for v in tables["violations"]:
+        print(f"{v['file']} {v['flow']} #{v['index']} {v['direction']} {v['requirement']} "
+              f"({v['level']}): {v['message']}")
+    print({t: len(rows) for t, rows in sorted(tables.items())})
+    return 1 if tables["violations"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

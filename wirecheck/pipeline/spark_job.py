@@ -1,0 +1,212 @@
+"""``wirecheck analyze``: passive conformance checking of capture corpora on Spark.
+
+The job, in three steps (the unit of parallelism is the TCP conversation, not the file):
+
+1. **Read** (one task per capture file): the file is streamed segment by segment
+   (conformance/pcapfile.py; never loaded whole) and every TCP segment on a protocol port is
+   keyed by its file, its address pair and its place in the file.
+2. **Shuffle** by (file, address pair), each partition sorted by that key and the place in
+   the file (``repartitionAndSortWithinPartitions``: Spark's external sort, which spills to
+   disk): a partition holds whole conversations, each in capture order, and one huge capture's
+   conversations spread over every partition.
+3. **Analyze** (one task per partition): each address pair's segments go through TCP
+   reassembly, the capture decoders and the protocol's observer (pipeline/flows.py, the code
+   the plain ``wirecheck.pipeline.local`` runs), one conversation at a time, giving rows of ``frames``,
+   ``violations`` and ``flows``, which the task writes as its own Parquet files
+   (pipeline/parquet_parts.py: pyarrow, no row crosses into the JVM), and the figures of
+   ``stats`` (pipeline/stats.py), which the driver merges and writes.
+
+Memory per task is bounded by the largest conversation's reassembly state (early segments,
+the decoders' partial frames), not by the input's size.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+from wirecheck.pipeline import parquet_parts, schema
+from wirecheck.pipeline.flows import iter_rows, specs_by_port
+from wirecheck.pipeline.inputs import capture_files, level, protocols
+from wirecheck.pipeline.stats import Stats
+
+#: The installed ``wirecheck`` package (what a cluster's executors are sent).
+PACKAGE = Path(__file__).resolve().parent.parent
+#: Capture bytes per conversation partition at most (by default): a task's sort buffer and
+#: rows follow its partition's size, so more input means more partitions, not bigger ones
+#: (memory stays flat as the input grows).
+PARTITION_BYTES = 32 << 20
+
+
+class SparkUnavailable(RuntimeError):
+    """pyspark or a Java runtime is missing."""
+
+
+def _segment_key(seg) -> str:
+    a, b = sorted((seg.src, seg.dst))
+    return f"{a[0]}|{a[1]}|{b[0]}|{b[1]}"
+
+
+#: Segments of one address pair sent through the shuffle as one record (fewer, larger
+#: records: the shuffle's cost is per record), and the bytes held for all pairs at most
+#: before every batch is sent as it is.
+BATCH_SEGMENTS = 64
+BATCH_HOLD_BYTES = 32 << 20
+
+
+def read_file(file: str, ports: frozenset) -> Iterator[tuple]:
+    """Step 1: ``((file, pair, n), [segment fields, ...])`` for the TCP segments of ``file``
+    on ``ports``, a pair's consecutive segments in batches; ``n`` is the place in the file of
+    a batch's first segment, so sorting by the key puts each pair's segments in file order."""
+    from wirecheck.conformance.pcapfile import PcapReader
+    held: dict[str, tuple[int, list]] = {}
+    held_bytes = 0
+    with PcapReader(file) as reader:
+        for n, seg in enumerate(reader):
+            if seg.src[1] not in ports and seg.dst[1] not in ports:
+                continue
+            pair = _segment_key(seg)
+            batch = held.get(pair)
+            if batch is None:
+                batch = held[pair] = (n, [])
+            batch[1].append((seg.time, seg.src, seg.dst, seg.seq, seg.ack, seg.flags, seg.data))
+            held_bytes += len(seg.data)
+            if len(batch[1]) >= BATCH_SEGMENTS:
+                del held[pair]
+                held_bytes -= sum(len(f[6]) for f in batch[1])
+                yield (file, pair, batch[0]), batch[1]
+            elif held_bytes > BATCH_HOLD_BYTES:
+                for key, (first, segs) in held.items():
+                    yield (file, key, first), segs
+                held.clear()
+                held_bytes = 0
+    for key, (first, segs) in held.items():
+        yield (file, key, first), segs
+
+
+def analyze_partition(items: Iterable[tuple], protocol: Optional[str], extra_ports: tuple,
+                      profile: Optional[str]) -> Iterator[tuple]:
+    """Step 3: ``(table, row)`` for the conversations of one sorted partition."""
+    from wirecheck.conformance.pcapfile import Segment
+    by_port = specs_by_port(protocols(protocol), extra_ports)
+    for (file, _pair), group in itertools.groupby(items, key=lambda kv: kv[0][:2]):
+        segments = (Segment(*fields) for _key, batch in group for fields in batch)
+        yield from iter_rows(file, segments, by_port, profile, level)
+
+
+def _pair_partition(key: tuple) -> int:
+    from pyspark.rdd import portable_hash
+    return portable_hash(key[:2])
+
+
+def kit_zip(dest: str) -> str:
+    """The ``wirecheck`` package as one zip for the executors of a cluster (its Python and
+    settings files; ``SparkContext.addPyFile``)."""
+    path = os.path.join(dest, "wirecheck-kit.zip")
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for file in sorted(PACKAGE.rglob("*")):
+            if file.is_file() and file.suffix in (".py", ".toml", ".ini", ".json"):
+                zf.write(file, file.relative_to(PACKAGE.parent).as_posix())
+    return path
+
+
+def is_local(master: str) -> bool:
+    return master == "local" or master.startswith("local[")
+
+
+def session(master: str = "local[*]", app: str = "wirecheck", conf: Optional[dict] = None):
+    """A SparkSession on ``master``; the executors' Python is this one in local mode (the kit's
+    venv). Raises :class:`SparkUnavailable` with what to install when pyspark or Java is missing."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise SparkUnavailable("pyspark is not installed: pip install 'wirecheck[spark]' "
+                               "(or `make install`)") from exc
+    if not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
+        raise SparkUnavailable("no Java runtime: Spark needs Java 17 or 21 (`make spark` installs "
+                               "Debian's default-jre-headless), or set JAVA_HOME")
+    log4j = os.environ.get("WIRECHECK_SPARK_LOG4J") or str(Path(__file__).with_name("log4j2.properties"))
+    builder = (SparkSession.builder.master(master).appName(app)
+               .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log4j}")
+               .config("spark.executor.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log4j}")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC"))
+    if is_local(master):
+        # The Python workers are this interpreter (the kit's venv): pyspark takes their
+        # command from PYSPARK_PYTHON when the context starts (default: python3 on PATH).
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        builder = (builder.config("spark.driver.host", "127.0.0.1")
+                   .config("spark.driver.bindAddress", "127.0.0.1"))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:          # the JVM did not start (py4j raises its own types)
+        raise SparkUnavailable(f"Spark did not start on {master}: {exc}") from exc
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: Optional[str] = None,
+            ports: Iterable[int] = (), profile: Optional[str] = None, partitions: Optional[int] = None,
+            spark=None, conf: Optional[dict] = None) -> dict:
+    """Run the job; write ``out/<table>/`` for each table of pipeline/schema.py and
+    ``out/summary.json``; return the summary."""
+    t0, wall_start = time.monotonic(), time.time()
+    files = [os.path.abspath(f) for f in capture_files(paths)]
+    extra_ports = tuple(ports)
+    by_port = specs_by_port(protocols(protocol), extra_ports)     # checks --port/--protocol
+    port_set = frozenset(by_port)
+    own = spark is None
+    spark = spark or session(master, conf=conf)
+    started = time.monotonic()
+    sc = spark.sparkContext
+    try:
+        if not is_local(sc.master):
+            ship = tempfile.mkdtemp(prefix="wirecheck-kit-")
+            sc.addPyFile(kit_zip(ship))
+        input_bytes = sum(os.path.getsize(f) for f in files)
+        n = partitions or max(sc.defaultParallelism * 4, -(-input_bytes // PARTITION_BYTES), 1)
+        out_abs = os.path.abspath(out)
+        parquet_parts.prepare(out_abs)
+        written = (sc.parallelize(files, max(len(files), 1))
+                   .flatMap(lambda f: read_file(f, port_set))
+                   .repartitionAndSortWithinPartitions(n, _pair_partition)
+                   .mapPartitionsWithIndex(lambda part, items: [parquet_parts.write_parts(
+                       out_abs, part, analyze_partition(items, protocol, extra_ports, profile))])
+                   .collect())
+        counts = {t: sum(c[t] for c, _ in written) for t in schema.ROW_TABLES}
+        stats = Stats()
+        for _, part in written:
+            stats.merge(part)
+        report = stats.report()
+        counts["stats"] = parquet_parts.write_table(out_abs, "stats", report["stats"])
+        for table in schema.TABLES:
+            Path(out_abs, table, "_SUCCESS").touch()
+        # The settings as Spark holds them (a --conf Spark did not take shows as None).
+        settings = {key: sc.getConf().get(key) for key in (conf or {})}
+        summary = {"kind": "capture-analysis", "started": wall_start, "master": sc.master, "out": os.path.abspath(out), "partitions": n,
+                   "conf": settings,
+                   "files": len(files), "input_bytes": input_bytes,
+                   "protocol": protocol, "profile": profile, "rows": counts,
+                   "seconds": round(time.monotonic() - started, 2),
+                   "startup_seconds": round(started - t0, 2), "report": report}
+    finally:
+        if own:
+            spark.stop()
+    return write_summary(out, summary)
+
+
+def write_summary(out: str, summary: dict) -> dict:
+    """``out/summary.json`` (what ``wirecheck report`` reads), returning ``summary``."""
+    Path(out).mkdir(parents=True, exist_ok=True)
+    Path(out, "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
