@@ -182,7 +182,7 @@ def test_the_run_allowance_ends_a_run_against_a_black_hole(tmp_path):
     try:
         started = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "wirecheck", "check", "--protocol", "blipmq",
-                               "--target", server.target, "--timeout", "1", "--report", str(report), "--",
+                               "--target", server.target, "--timeout", "1", "--report", str(report), "--no-preflight", "--",
                                "-p", "no:randomly", "--wirecheck-run-budget", "3", "-k", "test_framing"],
                               cwd=soak.ROOT, capture_output=True, text=True, timeout=120)
         wall = time.monotonic() - started

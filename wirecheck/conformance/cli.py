@@ -368,6 +368,8 @@ def cmd_check(args) -> int:
                        args.n, args.timeout, args.strict, args.pytest_args)
     if args.label:
         argv += ["--wirecheck-label", args.label]
+    if args.no_preflight:
+        argv += ["--no-preflight"]
     return exit_code(int(pytest.main(argv)))
 
 
@@ -512,6 +514,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-n", default=None, help="pytest-xdist workers (e.g. auto)")
     s.add_argument("--timeout", type=float, default=None, help="seconds per receive")
     s.add_argument("--strict", action="store_true", help="SHOULD violations fail too")
+    s.add_argument("--no-preflight", action="store_true",
+                   help="do not check first that the target answers the handshake and takes the credentials")
     s.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
     s.set_defaults(func=cmd_check)
 

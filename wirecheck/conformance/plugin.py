@@ -17,6 +17,7 @@ import dataclasses
 
 import json
 import os
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -107,6 +108,9 @@ def pytest_addoption(parser) -> None:
                     help="wall-clock seconds for the whole run's I/O; once spent, every test still "
                          "to run ends as TIMEOUT at its first I/O (default: the cases x timeout + "
                          f"{RUN_SLACK:g} s, plus 5 x the profile's longest timer)")
+    group.addoption("--no-preflight", dest="wirecheck_preflight", action="store_false", default=True,
+                    help="with --target: do not check before the run that the target answers the "
+                         "protocol's handshake and takes the profile's credentials")
     group.addoption("--wirecheck-test-budget", dest="wirecheck_test_budget", type=_positive_float,
                     default=None, metavar="S",
                     help="wall-clock seconds of I/O per test, whatever the target does (default: "
@@ -142,6 +146,35 @@ def pytest_configure(config) -> None:
             # `pytest --protocol P` anywhere: the installed suite, not the current directory.
             config.args = [str(suites_root())]
     config.pluginmanager.register(ResultCollector(config), "wirecheck-results")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """The preflight (conformance/preflight.py), once, before the session and before xdist
+    starts its workers: a wrong --target, --protocol or credential ends the run with one line
+    on stderr and exit 2 instead of a FAIL per test."""
+    address = config.getoption("wirecheck_target")
+    proto = config.getoption("wirecheck_protocol")
+    opt = config.option
+    if not address or not proto or not config.getoption("wirecheck_preflight") \
+            or hasattr(config, "workerinput") or any(getattr(opt, name, False) for name in (
+                "collectonly", "help", "version", "showfixtures", "show_fixtures_per_test", "markers")):
+        return None
+    from wirecheck.conformance.preflight import PreflightError, preflight
+    from wirecheck.conformance.profiles import ProfileError, load_profile
+    from wirecheck.reference_impl.core import registry
+    try:
+        spec = registry.get(proto)
+        profile = load_profile(spec, config.getoption("wirecheck_profile"))
+    except (KeyError, ProfileError):
+        return None                      # pytest_configure names it as a usage error
+    try:
+        preflight(spec, profile, address[0], address[1], address[2] if len(address) > 2 else None,
+                  config.getoption("wirecheck_timeout"))
+    except PreflightError as exc:
+        sys.stderr.write(f"wirecheck preflight: {exc} (--no-preflight skips this check)\n")
+        return int(pytest.ExitCode.INTERRUPTED)
+    return None
 
 
 def _no_paths_given(config) -> bool:

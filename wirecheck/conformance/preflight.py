@@ -1,0 +1,162 @@
+"""Before any test: is the target there, does it speak the protocol, does it take the
+profile's credentials? A wrong port, protocol or credential is one message and exit 2, not
+hundreds of FAILs that blame the server (the plugin runs this at session start with
+``--target``; ``--no-preflight`` skips it).
+
+Each protocol's steps are the suite's own (its ``conftest.py`` vocabulary: the handshake and
+authentication every test performs), each on a fresh connection, so that a failure says which
+step failed. What the failure means depends on where it happened:
+
+- the first step: nothing listens (refused), something listens but says nothing (silent), or
+  answers with bytes that are not this protocol: the setting to change is ``--target`` or
+  ``--protocol``;
+- an authentication step: the credentials were refused: the profile's ``[credentials]``;
+- a step that tells the document's versions apart (SignalR's handshake): ``--profile``.
+"""
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from wirecheck.conformance.target import Budget, Target, TargetClosed, TargetError, TargetMalformed, TargetTimeout
+
+RECORD_SEPARATOR = b"\x1e"          # SignalR's JSON records end with it
+#: The longest a preflight may take, whatever the receive timeout: a wrong setting is named
+#: well within 10 s.
+DEADLINE = 8.0
+
+
+class PreflightError(Exception):
+    """The one-line reason the suite cannot run against this target, naming the setting."""
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str                         # "the handshake", "authentication", ...
+    run: Callable                     # (vocabulary) -> None; raises TargetError
+    kind: str = "contact"             # contact | credentials | version
+    setting: str = ""                 # what to change when this step fails
+
+
+def _vocabulary(spec, target, *args):
+    """The suite's vocabulary class for ``spec`` (Blip, Vibe, MM2, Rmqs, Sig) on ``target``."""
+    module = importlib.import_module(spec.suite + ".conftest")
+    return getattr(module, VOCABULARY[spec.id])(target, *args)
+
+
+VOCABULARY = {"blipmq": "Blip", "vibemq": "Vibe", "micromessage2": "MM2", "rabbitmq-stream": "Rmqs",
+              "signalr": "Sig"}
+
+
+def _signalr_draft(sig) -> None:
+    """The draft's handshake has no answer ("Overview"), so ask for one that must come: an
+    invocation of a method no hub has is completed with an error. A v1 hub answers the
+    handshake first (``{}``), which the draft's reading does not parse."""
+    from wirecheck.reference_impl.signalr.messages import Completion
+    conn = sig.connect(encoding="json")
+    iid = sig.new_id()
+    conn.send(sig.invocation("wirecheck-preflight", invocation_id=iid))
+    try:
+        answer = sig.recv(conn, "a Completion of an unknown method")
+    except TargetMalformed:
+        got = _received(sig.target)
+        if got.startswith(b"{") and RECORD_SEPARATOR in got:     # a v1 handshake answer
+            record = got.split(RECORD_SEPARATOR)[0][:80].decode("utf-8", "replace")
+            raise TargetError(f"the hub answered the handshake ({record}), as a SignalR v1 hub does; "
+                              f"the draft's handshake has no answer") from None
+        raise
+    if not isinstance(answer, Completion):
+        raise TargetError(f"expected a Completion, got {answer!r}")
+
+
+def steps(spec, profile) -> list[Step]:
+    creds = ", ".join(f"{k} = …" for k in CREDENTIALS.get(spec.id, ()))
+    cred_setting = f"the profile's [credentials] ({creds}; --profile FILE.toml)"
+    if spec.id == "blipmq":
+        return [Step("HELLO", lambda v: v.connect(auth=False)),
+                Step("AUTH", lambda v: v.connect(), "credentials", cred_setting)]
+    if spec.id == "vibemq":
+        return [Step("Connect with the profile's password", lambda v: v.connect(), "credentials", cred_setting)]
+    if spec.id == "micromessage2":
+        return [Step("handshake", lambda v: v.connect())]
+    if spec.id == "rabbitmq-stream":
+        return [Step("PeerProperties", lambda v: v.connect("peer_properties")),
+                Step("SaslHandshake", lambda v: v.connect("sasl_handshake")),
+                Step("SaslAuthenticate (PLAIN)", lambda v: v.connect("authenticated"), "credentials", cred_setting),
+                Step("Open of the virtual host", lambda v: v.connect("open"), "credentials",
+                     "the profile's [credentials] vhost (--profile FILE.toml)")]
+    if spec.id == "signalr":
+        if profile.base == "draft":
+            return [Step("handshake and an invocation", _signalr_draft, "version",
+                         "--profile v1 if the hub answers the handshake (SignalR v1 does)")]
+        return [Step("handshake", lambda v: v.connect(encoding="json"), "version",
+                     "--profile draft if the hub follows the draft document, whose handshake has no answer")]
+    raise PreflightError(f"no preflight for {spec.id}")
+
+
+#: The credential keys each protocol's profile takes (the suites read these).
+CREDENTIALS = {"blipmq": ("api_key",), "vibemq": ("password", "username"),
+               "rabbitmq-stream": ("user", "password", "vhost")}
+
+
+def _received(target: Target) -> bytes:
+    """The bytes the target sent on the last connection (what the transcript kept)."""
+    if not target.transcripts:
+        return b""
+    return b"".join(e.data for e in target.transcripts[-1].entries if e.direction == "<-")
+
+
+def _shown(data: bytes) -> str:
+    head = data[:24]
+    text = "".join(chr(b) if 32 <= b < 127 else "." for b in head)
+    return f"{head.hex(' ')} ({text!r})" + (" …" if len(data) > len(head) else "")
+
+
+def preflight(spec, profile, host: str, port: int, url: str | None = None, timeout: float = 2.0) -> None:
+    """Raise :class:`PreflightError` when the target cannot be tested as configured."""
+    where = url or f"{host}:{port}"
+    started = time.monotonic()
+    for i, step in enumerate(steps(spec, profile)):
+        left = DEADLINE - (time.monotonic() - started)
+        if left <= 0.5:
+            raise PreflightError(f"{where}: the preflight took over {DEADLINE:g} s before {step.name}; "
+                                 f"the target is too slow to test with --timeout {timeout:g}")
+        target = Target(host, port, spec, profile, timeout=min(timeout, left / 2), url=url,
+                        budget=Budget(left))
+        vocabulary = _vocabulary(spec, target, "json") if spec.id == "signalr" else _vocabulary(spec, target)
+        try:
+            step.run(vocabulary)
+        except TargetError as exc:
+            raise PreflightError(_explain(spec, where, step, i == 0, exc, _received(target), target.timeout)) from None
+        finally:
+            target.close_all()
+
+
+def _explain(spec, where: str, step: Step, first: bool, exc: TargetError, got: bytes, timeout: float) -> str:
+    proto = spec.id
+    text = str(exc)
+    if isinstance(exc, TargetClosed) and text.startswith("cannot "):
+        return (f"{text}: nothing accepts connections there. Is the server running, and is "
+                f"--target right?")
+    if text.startswith("negotiate"):
+        return (f"{where}: {text}: check the hub's URL in --target (http://HOST:PORT/path-of-the-hub), "
+                f"or give HOST:PORT for a hub on raw TCP")
+    if first and not got and isinstance(exc, TargetTimeout):
+        hint = f" Or {step.setting}." if step.kind == "version" else ""
+        return (f"{where} accepted the connection but did not answer the {proto} {step.name} within "
+                f"{timeout:g} s: is it a {proto} server (--protocol), on this port (--target)?{hint}")
+    if first and isinstance(exc, TargetMalformed):
+        return (f"{where} answered the {proto} {step.name} with bytes that are not {proto} "
+                f"[{_shown(got)}]: check --protocol and --target")
+    if first and isinstance(exc, TargetClosed) and not got:
+        also = f", and are {step.setting.replace('the profile', 'the profile', 1)} right" \
+            if step.kind == "credentials" else ""
+        return (f"{where} closed the connection at the {proto} {step.name} without an answer: is it a "
+                f"{proto} server (--protocol){also}?")
+    if step.kind == "credentials":
+        return f"{where} refused the {proto} {step.name}: {text}. Set {step.setting}"
+    if step.kind == "version":
+        return f"{where} failed the {proto} {step.name}: {text}. Try {step.setting}"
+    return f"{where} failed the {proto} {step.name}: {text}"
