@@ -33,6 +33,7 @@ _STARTED_KEY = pytest.StashKey[float]()
 _CASES_KEY = pytest.StashKey[int]()
 _ATTACHED_KEY = pytest.StashKey[int]()
 _HTML_KEY = pytest.StashKey[str]()
+_WATCH_KEY = pytest.StashKey[object]()
 #: The run's slack over ``cases x timeout``: a minute, less 5 s kept for start-up, the report
 #: and the exit.
 RUN_SLACK = 55.0
@@ -142,6 +143,7 @@ def pytest_configure(config) -> None:
             raise pytest.UsageError(str(exc.args[0])) from None
         except ProfileError as exc:
             raise pytest.UsageError(str(exc)) from None
+        _start_watch(config, proto)
         if _no_paths_given(config):
             # `pytest --protocol P` anywhere: the installed suite, not the current directory.
             config.args = [str(suites_root())]
@@ -371,7 +373,10 @@ def pytest_runtest_makereport(item, call):
         return report
     tgt = item.stash.get(_TARGET_KEY, None)
     profile = tgt.profile if tgt is not None else None
-    verdict = verdicts.classify(report, call, proto, ids, profile, strict_mode(item.config))
+    watch = item.config.stash.get(_WATCH_KEY, None)
+    crashed = watch is not None and report.when == "call" and _watch_after(item, watch, report)
+    verdict = verdicts.CRASH if crashed else verdicts.classify(report, call, proto, ids, profile,
+                                                               strict_mode(item.config))
     if report.when == "call" or verdict != verdicts.PASS:
         # On the item too: JUnit XML writes the properties of the teardown report.
         ours = ("protocol", "requirements", "verdict")
@@ -391,6 +396,68 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("wirecheck wire", wire))
         _allure_attach(item.config, text)
     return report
+
+
+def _watch_after(item, watch, report) -> bool:
+    """After a test's call: is the target still up (conformance/crashwatch.py)? True when it
+    went down during this test (the report becomes the CRASH); a test that ran beside the one
+    that crashed it is not judged (the report becomes a skip)."""
+    if report.skipped:
+        return False
+    reason = watch.look()
+    if reason is None:
+        return False
+    if watch.claim(item.nodeid, reason):
+        before = f"\n\n{report.longrepr}" if report.longrepr else ""
+        report.outcome = "failed"
+        report.longrepr = f"{verdicts.CRASH_PREFIX}the target went down during this test: {reason}{before}"
+        return True
+    first = (watch.down() or {}).get("test", "another test")
+    report.outcome = "skipped"
+    report.longrepr = (str(item.path), item.location[1] or 0,
+                       f"Skipped: not judged: the target went down during {first}")
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item) -> None:
+    watch = item.config.stash.get(_WATCH_KEY, None)
+    if watch is None or suite_protocol(item.path) is None:
+        return
+    down = watch.down()
+    if down is not None:
+        pytest.skip(f"not run: the target went down during {down['test']}")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist: every worker watches through the same marker file."""
+    watch = node.config.stash.get(_WATCH_KEY, None)
+    if watch is not None:
+        node.workerinput["wirecheck_crash_marker"] = watch.marker
+
+
+def pytest_unconfigure(config) -> None:
+    watch = config.stash.get(_WATCH_KEY, None)
+    if watch is not None and not hasattr(config, "workerinput"):
+        watch.close()
+
+
+def _start_watch(config, proto: str) -> None:
+    """With --target, watch the target between tests (not the embedded broker, which lives in
+    this process)."""
+    address = config.getoption("wirecheck_target")
+    if not address:
+        return
+    from wirecheck.conformance.crashwatch import CrashWatch
+    from wirecheck.conformance.profiles import load_profile
+    from wirecheck.reference_impl.core import registry
+    spec = registry.get(proto)
+    workerinput = getattr(config, "workerinput", None)
+    marker = workerinput.get("wirecheck_crash_marker") if workerinput else None
+    config.stash[_WATCH_KEY] = CrashWatch(spec, load_profile(spec, config.getoption("wirecheck_profile")),
+                                          address, config.getoption("wirecheck_timeout"),
+                                          marker or CrashWatch.new_marker())
 
 
 def attached_transcripts(config, tgt) -> tuple[str, str]:
@@ -498,7 +565,7 @@ class ResultCollector:
             per[r["protocol"]][r["verdict"]] += 1
             for rid in r["requirements"]:
                 by_id[r["protocol"]][rid].append(r)
-        broken = (verdicts.HARNESS_ERROR, verdicts.FAIL, verdicts.TIMEOUT, verdicts.NON_STRICT)
+        broken = (verdicts.HARNESS_ERROR, verdicts.CRASH, verdicts.FAIL, verdicts.TIMEOUT, verdicts.NON_STRICT)
         out = {}
         for proto, counts in sorted(per.items()):
             spec = registry.get(proto)
@@ -513,12 +580,22 @@ class ResultCollector:
                           # a waiver whose requirement passes: no longer needed
                           "stale_waivers": sorted(set(waivers) & set(having(verdicts.PASS, verdicts.INFORMATIONAL))),
                           "catalogue": catalogue_data(cat),
-                          "coverage": verdicts.coverage(cat, set(verdict_of)),
+                          # tested: a test of it ran (one skipped because the target was down,
+                          # or a feature is absent, tested nothing)
+                          "coverage": verdicts.coverage(cat, {rid for rid, tests in by_id[proto].items()
+                                                              if any(t["verdict"] != verdicts.SKIPPED
+                                                                     for t in tests)}),
                           "failing_requirements": having(*broken),
                           # a feature the profile says is absent (and no test of it passed)
                           "unimplemented_requirements": having(verdicts.UNIMPLEMENTED),
-                          "waived_requirements": having(verdicts.WAIVED)}
+                          "waived_requirements": having(verdicts.WAIVED),
+                          # the test during which the target went down, and how it was found
+                          "crash": self._crash()}
         return out
+
+    def _crash(self) -> dict | None:
+        watch = self.config.stash.get(_WATCH_KEY, None)
+        return watch.down() if watch is not None else None
 
     def _waivers(self, spec) -> dict:
         from wirecheck.conformance.profiles import ProfileError, load_profile
@@ -536,6 +613,7 @@ class ResultCollector:
             c, cov = s["counts"], s["coverage"]
             tr.write_line(
                 f"{proto}: {c.get(verdicts.PASS, 0)} passed, {c.get(verdicts.FAIL, 0)} failed, "
+                f"{c.get(verdicts.CRASH, 0)} crash, "
                 f"{c.get(verdicts.TIMEOUT, 0)} timeout, {c.get(verdicts.NON_STRICT, 0)} non-strict, "
                 f"{c.get(verdicts.WAIVED, 0)} waived, {c.get(verdicts.UNIMPLEMENTED, 0)} unimplemented, "
                 f"{c.get(verdicts.INFORMATIONAL, 0)} informational, "
@@ -543,6 +621,9 @@ class ResultCollector:
                 f"requirements tested MUST {cov['MUST'][0]}/{cov['MUST'][1]}, "
                 f"SHOULD {cov['SHOULD'][0]}/{cov['SHOULD'][1]}, MAY {cov['MAY'][0]}/{cov['MAY'][1]}, "
                 f"untestable {cov['untestable']}")
+            if s["crash"]:
+                tr.write_line(f"  target down during {s['crash']['test']}: {s['crash']['reason']}; "
+                              f"the tests after it were not run")
             if s["failing_requirements"]:
                 tr.write_line(f"  not met: {', '.join(s['failing_requirements'])}")
             if s["unimplemented_requirements"]:

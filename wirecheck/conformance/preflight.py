@@ -160,3 +160,30 @@ def _explain(spec, where: str, step: Step, first: bool, exc: TargetError, got: b
     if step.kind == "version":
         return f"{where} failed the {proto} {step.name}: {text}. Try {step.setting}"
     return f"{where} failed the {proto} {step.name}: {text}"
+
+
+def alive(spec, profile, host: str, port: int, url: str | None = None, timeout: float = 2.0) -> str | None:
+    """None when the target still takes the first step of the handshake on a new connection;
+    otherwise why it is down: it refuses connections (the process is gone, or stopped
+    listening), or accepts and then says nothing or closes without a word (hung, or dying).
+    An answer of any other kind is life: judging answers is the tests' work."""
+    step = steps(spec, profile)[0]
+    target = Target(host, port, spec, profile, timeout=timeout, url=url, budget=Budget(4 * timeout + 5))
+    vocabulary = _vocabulary(spec, target, "json") if spec.id == "signalr" else _vocabulary(spec, target)
+    try:
+        step.run(vocabulary)
+    except TargetClosed as exc:
+        if str(exc).startswith("cannot "):
+            return f"it refuses connections ({exc})"
+        if not _received(target):
+            return f"it closed a new connection at the {spec.id} {step.name} without an answer"
+    except TargetTimeout:
+        if not _received(target):
+            return f"it accepts connections but did not answer the {spec.id} {step.name} within {timeout:g} s"
+    except TargetError as exc:
+        text = str(exc)
+        if text.startswith("negotiate failed") and ("Errno" in text or "timed out" in text):
+            return f"its HTTP endpoint does not answer ({text})"
+    finally:
+        target.close_all()
+    return None

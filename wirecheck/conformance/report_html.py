@@ -34,8 +34,8 @@ from wirecheck.conformance.report_text import visible as _t
 from wirecheck.conformance.results import UNTESTABLE, Analysis, Campaign, Run
 
 #: Verdicts shown as "failed" by the failed-only filter.
-FAILED = {verdicts.FAIL, verdicts.TIMEOUT, verdicts.HARNESS_ERROR, verdicts.NON_STRICT}
-_ORDER = [verdicts.PASS, verdicts.FAIL, verdicts.TIMEOUT, verdicts.NON_STRICT, verdicts.WAIVED,
+FAILED = {verdicts.FAIL, verdicts.CRASH, verdicts.TIMEOUT, verdicts.HARNESS_ERROR, verdicts.NON_STRICT}
+_ORDER = [verdicts.PASS, verdicts.FAIL, verdicts.CRASH, verdicts.TIMEOUT, verdicts.NON_STRICT, verdicts.WAIVED,
           verdicts.UNIMPLEMENTED, verdicts.INFORMATIONAL, verdicts.SKIPPED, verdicts.HARNESS_ERROR]
 _HEX_SHOWN = 512          # bytes of each wire entry shown in the page (the JSON keeps 4 KiB)
 
@@ -48,7 +48,7 @@ td,th{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
 tr.req td:first-child{white-space:nowrap}
 th{background:#f0f0f0}.num{text-align:right}
 .v{display:inline-block;padding:0 6px;border-radius:3px;font-weight:600;font-size:12px;color:#fff;white-space:nowrap}
-.v-PASS{background:#1a7f37}.v-FAIL{background:#cf222e}.v-TIMEOUT{background:#8250df}
+.v-PASS{background:#1a7f37}.v-FAIL{background:#cf222e}.v-CRASH{background:#82071e}.v-TIMEOUT{background:#8250df}
 .v-NON-STRICT{background:#bf8700}.v-WAIVED{background:#57606a}.v-UNIMPLEMENTED{background:#8c959f}
 .v-SKIPPED{background:#afb8c1}.v-INFORMATIONAL{background:#0969da}.v-HARNESS-ERROR{background:#000}.v-UNTESTABLE{background:#d0d7de;color:#1b1f24}
 .v-NOT-RUN{background:#eaeef2;color:#57606a}.v-yes{background:#1a7f37}.v-no{background:#cf222e}

@@ -27,9 +27,10 @@ from wirecheck.conformance import verdicts
 
 UNTESTABLE, NOT_RUN = "UNTESTABLE", "NOT-RUN"
 #: Verdicts that say the target broke (or a waiver covers) the requirement, worst first.
-_BROKEN = (verdicts.HARNESS_ERROR, verdicts.FAIL, verdicts.TIMEOUT, verdicts.NON_STRICT, verdicts.WAIVED)
+_BROKEN = (verdicts.HARNESS_ERROR, verdicts.CRASH, verdicts.FAIL, verdicts.TIMEOUT, verdicts.NON_STRICT,
+           verdicts.WAIVED)
 #: Verdicts that make a run "not conformant" (NON-STRICT only under --strict).
-NOT_CONFORMANT = (verdicts.FAIL, verdicts.TIMEOUT, verdicts.HARNESS_ERROR)
+NOT_CONFORMANT = (verdicts.FAIL, verdicts.CRASH, verdicts.TIMEOUT, verdicts.HARNESS_ERROR)
 #: The ``"kind"`` of a fuzz campaign summary (fuzz/campaign.py).
 CAMPAIGN = "fuzz-campaign"
 #: The ``"kind"`` of a capture analysis summary (pipeline/spark_job.py: ``OUT/summary.json``).

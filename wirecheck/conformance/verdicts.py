@@ -8,17 +8,20 @@ the test checks); UNIMPLEMENTED (an optional feature the profile says the target
 test calls :func:`unimplemented`, which skips it with that verdict); INFORMATIONAL (the test's
 checks held and it records what the target chose where the document leaves a choice: it calls
 :func:`informational` with the observation); HARNESS-ERROR (the kit itself failed: fixture
-set-up, broker start).
+set-up, broker start); CRASH (the target went down during the test: conformance/crashwatch.py).
 """
 from __future__ import annotations
 
 PASS, FAIL, TIMEOUT = "PASS", "FAIL", "TIMEOUT"
 NON_STRICT, WAIVED, HARNESS_ERROR = "NON-STRICT", "WAIVED", "HARNESS-ERROR"
 SKIPPED, UNIMPLEMENTED, INFORMATIONAL = "SKIPPED", "UNIMPLEMENTED", "INFORMATIONAL"
+CRASH = "CRASH"
+#: How a CRASH report's text begins (conformance/crashwatch.py).
+CRASH_PREFIX = "CRASH: "
 _UNIMPLEMENTED_PREFIX = "UNIMPLEMENTED: "
 _INFORMATIONAL_PREFIX = "INFORMATIONAL: "
 _RANK = {PASS: 0, INFORMATIONAL: 1, SKIPPED: 1, UNIMPLEMENTED: 1, WAIVED: 2, NON_STRICT: 3, TIMEOUT: 4,
-         FAIL: 5, HARNESS_ERROR: 6}
+         FAIL: 5, CRASH: 6, HARNESS_ERROR: 7}
 
 
 def rank(verdict: str) -> int:
@@ -101,6 +104,8 @@ def message(report) -> str:
         return report.wasxfail
     if report.longrepr is None:
         return ""
+    if isinstance(report.longrepr, str) and report.longrepr.startswith(CRASH_PREFIX):
+        return report.longrepr.splitlines()[0]
     if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:   # a skip: (file, line, reason)
         reason = str(report.longrepr[2])
         return reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason

@@ -1,0 +1,45 @@
+"""A BlipMQ reference broker as its own process that dies (``os._exit``, as a crash does: no
+goodbye on any socket) when its Nth connection arrives, or hangs (stops answering, keeps
+accepting) with ``--hang``. ``python -m tests.crashing_target --crash-on N`` prints its port."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+
+from wirecheck.reference_impl.blipmq.broker import make_broker
+from wirecheck.reference_impl.core.server import ThreadedServer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--crash-on", type=int, required=True, help="the connection that kills it")
+    parser.add_argument("--hang", action="store_true", help="stop answering instead of exiting")
+    args = parser.parse_args()
+    broker = make_broker(port=0)
+    make_session = broker.server.make_session
+    count = 0
+    stuck = threading.Event()
+
+    def counting():
+        nonlocal count
+        count += 1
+        if count == args.crash_on:
+            if args.hang:
+                stuck.set()
+            else:
+                os._exit(70)
+        if stuck.is_set():
+            stuck.wait()
+            threading.Event().wait()         # never returns: the event loop is stuck
+        return make_session()
+
+    broker.server.make_session = counting
+    server = ThreadedServer(broker).start()
+    print(server.address[1], flush=True)
+    sys.stdin.read()                         # ends when the test closes our stdin
+
+
+if __name__ == "__main__":
+    main()
