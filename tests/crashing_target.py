@@ -1,6 +1,7 @@
 """A BlipMQ reference broker as its own process that dies (``os._exit``, as a crash does: no
 goodbye on any socket) when its Nth connection arrives, or hangs (stops answering, keeps
-accepting) with ``--hang``. ``python -m tests.crashing_target --crash-on N`` prints its port."""
+accepting) with ``--hang``. ``python -m tests.crashing_target --crash-on N`` prints its port;
+with ``--port P`` (as ``--target-command`` runs it) it listens there until it is killed."""
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--crash-on", type=int, required=True, help="the connection that kills it")
     parser.add_argument("--hang", action="store_true", help="stop answering instead of exiting")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--data-dir", default=None, help="the broker's WAL (crash recovery)")
     args = parser.parse_args()
-    broker = make_broker(port=0)
+    broker = make_broker(port=args.port, data_dir=args.data_dir)
     make_session = broker.server.make_session
     count = 0
     stuck = threading.Event()
@@ -38,6 +41,8 @@ def main() -> None:
     broker.server.make_session = counting
     server = ThreadedServer(broker).start()
     print(server.address[1], flush=True)
+    if sys.stdin.isatty() or args.port:      # run by --target-command: until it is killed
+        threading.Event().wait()
     sys.stdin.read()                         # ends when the test closes our stdin
 
 

@@ -57,7 +57,8 @@ def test_a_crash_is_one_crash_and_ends_the_run(tmp_path, workers):
                                                     "not judged: the target went down during "))
                            and crash["nodeid"] in t["message"] for t in skipped)
     summary = doc["summary"]["blipmq"]
-    assert summary["counts"]["CRASH"] == 1 and summary["crash"]["test"] == crash["nodeid"]
+    (recorded,) = summary["crashes"]
+    assert summary["counts"]["CRASH"] == 1 and recorded["test"] == crash["nodeid"]
     assert f"target down during {crash['nodeid']}" in got.stdout
     assert took < 60, took
     # JUnit: the CRASH is a failure with its reason
@@ -87,4 +88,50 @@ def test_a_healthy_target_has_no_crash(tmp_path):
         target.close()
     assert got.returncode == 0, got.stdout[-3000:]
     assert {t["verdict"] for t in doc["tests"]} == {"PASS"}
-    assert doc["summary"]["blipmq"]["crash"] is None
+    assert doc["summary"]["blipmq"]["crashes"] == []
+
+
+CRASHING = f"{sys.executable} {ROOT / 'tests' / 'crashing_target.py'} --crash-on 40 --port {{port}}"
+
+
+def _run_managed(tmp_path, command: str, *extra: str):
+    report = tmp_path / "m.json"
+    got = subprocess.run([sys.executable, "-m", "pytest", "--protocol", "blipmq", "--target-command", command,
+                          "-q", "-p", "no:cacheprovider", "--wirecheck-report", str(report), *extra],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    return got, (json.loads(report.read_text()) if report.exists() else None)
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_with_target_command_every_crash_is_one_crash_and_the_suite_completes(tmp_path, workers):
+    """The target dies at every 40th connection; the kit restarts it each time."""
+    got, doc = _run_managed(tmp_path, CRASHING, "-k", "test_framing or test_handshake", *workers)
+    assert got.returncode == 1, got.stdout[-3000:] + got.stderr[-2000:]
+    counts = doc["summary"]["blipmq"]["counts"]
+    crashes = doc["summary"]["blipmq"]["crashes"]
+    assert counts["CRASH"] == len(crashes) >= 5, counts
+    assert all(c["status"] == "exit code 70" for c in crashes), crashes
+    for test in (t for t in doc["tests"] if t["verdict"] == "CRASH"):
+        assert "exit code 70" in test["message"] and "it refuses connections" in test["message"]
+    # every other test: PASS, as against a healthy broker; a test that overlapped a crash three
+    # times over (xdist) stays "not judged"
+    others = {t["verdict"] for t in doc["tests"]} - {"CRASH"}
+    assert others <= {"PASS", "SKIPPED"}, others
+    not_judged = [t for t in doc["tests"] if t["verdict"] == "SKIPPED"]
+    assert all(t["message"].startswith("not judged: ") for t in not_judged)
+    assert len(not_judged) <= (0 if not workers else 8), not_judged
+
+
+def test_with_target_command_a_hang_is_killed_and_restarted(tmp_path):
+    got, doc = _run_managed(tmp_path, CRASHING + " --hang", "-k", "test_framing")
+    assert got.returncode == 1, got.stdout[-3000:]
+    crashes = doc["summary"]["blipmq"]["crashes"]
+    assert crashes and all(c["status"] == "still running (hung): killed by the kit" for c in crashes)
+    assert {t["verdict"] for t in doc["tests"]} <= {"PASS", "CRASH"}
+
+
+def test_a_target_command_that_does_not_start_is_one_line_and_exit_2(tmp_path):
+    got, doc = _run_managed(tmp_path, f"{sys.executable} -c \"raise SystemExit('no config file')\" {{port}}")
+    assert got.returncode == 2 and doc is None
+    assert got.stderr.startswith("wirecheck: --target-command: the target exited at start (exit code 1)")
+    assert "no config file" in got.stderr

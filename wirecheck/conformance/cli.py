@@ -370,6 +370,8 @@ def cmd_check(args) -> int:
         argv += ["--wirecheck-label", args.label]
     if args.no_preflight:
         argv += ["--no-preflight"]
+    if args.target_command:
+        argv += ["--target-command", args.target_command]
     return exit_code(int(pytest.main(argv)))
 
 
@@ -514,6 +516,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-n", default=None, help="pytest-xdist workers (e.g. auto)")
     s.add_argument("--timeout", type=float, default=None, help="seconds per receive")
     s.add_argument("--strict", action="store_true", help="SHOULD violations fail too")
+    s.add_argument("--target-command", default=None, metavar="CMD",
+                   help="run the target: CMD with {host}, {port}, {data_dir} filled in; restarted after a "
+                        "CRASH, stopped at the end (--target defaults to 127.0.0.1:{port})")
     s.add_argument("--no-preflight", action="store_true",
                    help="do not check first that the target answers the handshake and takes the credentials")
     s.add_argument("pytest_args", nargs="*", help="passed to pytest after --")

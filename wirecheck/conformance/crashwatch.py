@@ -1,27 +1,35 @@
-"""After each suite test against ``--target``: is the target still there?
+"""After each suite test against a target: is it still there?
 
 A target that died (or hung) during a test makes every later test fail with "connection
 refused" or a timeout: protocol violations that are not there, and no word of the one crash
 that is. So after each test the kit connects again and runs the first step of the protocol's
-handshake (conformance/preflight.py, on a fresh connection, WebSocket targets included). When
-that fails twice, a moment apart and the second time with a longer wait (a busy machine is
-slow, not dead), the target is down:
+handshake (conformance/preflight.py ``alive``, on a fresh connection, WebSocket targets
+included). When that fails twice, a moment apart and the second time with a longer wait (a
+busy machine is slow, not dead), the target is down:
 
 - the test after which that was first seen gets the verdict CRASH (a failure, counted apart),
   with how the target was found (refused: the process is gone or stopped listening; silent: it
-  accepts but no longer answers, a hang);
-- every test after it is not run, and a test that was running beside it (pytest-xdist) is not
-  judged: both are SKIPPED with "the target went down after <test>", so nothing else is blamed.
+  accepts but no longer answers, a hang) and, when the kit runs the target
+  (``--target-command``), its exit status and the last lines it printed;
+- a test that was running beside it (pytest-xdist) is not judged (SKIPPED, "not judged: the
+  target went down during <test>"), so nothing else is blamed;
+- without ``--target-command`` every later test is not run (SKIPPED "not run: …"): the run ends
+  at once, exit 1. With it, the process that started the target (the :class:`Supervisor`)
+  restarts it on the same port and data directory, and the run goes on; each crash is one
+  CRASH, with its test.
 
-Which test is first is decided by a marker file that one process creates (O_EXCL), so exactly
-one CRASH is reported however many xdist workers see the target go. With ``--target-command``
-the kit will restart the target instead (issue "target lifecycle", not yet built).
+The processes of a run (xdist workers and the controller) share one folder: ``state.json``
+(the target's generation: how many times it was restarted, and how each one ended),
+``crash-<generation>.json`` (the test that saw that generation go down, created with O_EXCL so
+exactly one claims it) and ``restart-<generation>`` (a claimer's request to the supervisor).
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
+import threading
 import time
 
 from wirecheck.conformance.preflight import alive
@@ -29,52 +37,181 @@ from wirecheck.conformance.preflight import alive
 #: Pause before the second look, and how much longer than the receive timeout it waits.
 SETTLE_PAUSE = 0.3
 SETTLE_FACTOR = 3.0
+#: How often the supervisor and the waiting tests look at the folder.
+POLL = 0.05
+
+CRASH, NOT_JUDGED = "crash", "not-judged"
+
+
+def _write_json(path: str, doc: dict) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump(doc, fh)
+    os.replace(tmp, path)
+
+
+def _read_json(path: str) -> dict | None:
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
 
 
 class CrashWatch:
-    def __init__(self, spec, profile, address: tuple, timeout: float, marker: str) -> None:
+    """One process's view of the target's life (every xdist worker has one)."""
+
+    def __init__(self, spec, profile, address: tuple, timeout: float, folder: str,
+                 managed: bool = False, restart_timeout: float = 60.0) -> None:
         self.spec, self.profile = spec, profile
         self.host, self.port = address[0], address[1]
         self.url = address[2] if len(address) > 2 else None
         self.timeout = timeout
-        self.marker = marker
+        self.folder = folder
+        self.managed = managed
+        self.restart_timeout = restart_timeout
 
     @staticmethod
-    def new_marker() -> str:
-        """A path no file has yet: where the first crash will be written."""
-        folder = tempfile.mkdtemp(prefix="wirecheck-crashwatch-")
-        return os.path.join(folder, "down.json")
+    def new_folder() -> str:
+        return tempfile.mkdtemp(prefix="wirecheck-crashwatch-")
 
-    def down(self) -> dict | None:
-        """The crash already recorded (``test``, ``reason``), or None while the target is up."""
+    # -- the shared state ----------------------------------------------------------------------
+
+    def state(self) -> dict:
+        return _read_json(os.path.join(self.folder, "state.json")) or {"generation": 0, "ended": []}
+
+    def generation(self) -> int:
+        return int(self.state()["generation"])
+
+    def claimed(self, generation: int) -> dict | None:
+        """The crash claimed for ``generation`` (``test``, ``reason``), if any."""
+        return _read_json(os.path.join(self.folder, f"crash-{generation}.json"))
+
+    def crashes(self) -> list[dict]:
+        """Every crash of the run, in order: test, reason, and how the process ended."""
+        ended = {e["generation"]: e for e in self.state()["ended"]}
+        out = []
+        for gen in range(self.generation() + 1):
+            claim = self.claimed(gen)
+            if claim is not None:
+                out.append({**claim, **{k: v for k, v in ended.get(gen, {}).items() if k != "generation"}})
+        return out
+
+    def _claim(self, generation: int, nodeid: str, reason: str) -> bool:
         try:
-            with open(self.marker) as fh:
-                return json.load(fh)
-        except (OSError, ValueError):
-            return None
-
-    def look(self) -> str | None:
-        """None when the target answers; otherwise how it was found, after a second look."""
-        reason = alive(self.spec, self.profile, self.host, self.port, self.url, self.timeout)
-        if reason is None:
-            return None
-        time.sleep(SETTLE_PAUSE)
-        return alive(self.spec, self.profile, self.host, self.port, self.url, self.timeout * SETTLE_FACTOR)
-
-    def claim(self, nodeid: str, reason: str) -> bool:
-        """Record the crash as ``nodeid``'s; False when another test was first."""
-        try:
-            fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = os.open(os.path.join(self.folder, f"crash-{generation}.json"),
+                         os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
             return False
         with os.fdopen(fd, "w") as fh:
             json.dump({"test": nodeid, "reason": reason, "time": time.time()}, fh)
         return True
 
+    # -- before and after each test ------------------------------------------------------------
+
+    def before(self) -> tuple[int, str | None]:
+        """(the generation the test runs against, or why it is not run). A crash being handled
+        is waited for; an unmanaged target that went down stays down."""
+        gen = self.generation()
+        claim = self.claimed(gen)
+        if claim is None:
+            return gen, None
+        if not self.managed:
+            return gen, f"not run: the target went down during {claim['test']}"
+        gen, gone = self._wait_restart(gen)
+        if gone:
+            return gen, f"not run: {gone}"
+        return gen, None
+
+    def after(self, nodeid: str, generation: int) -> tuple[str, str] | None:
+        """After a test that started against ``generation``: None when the target lived
+        through it; (CRASH, what happened) when it went down during this test; (NOT_JUDGED,
+        the test it went down during) when another test's crash overlapped this one."""
+        reason = self._look()
+        if reason is not None:
+            if self.generation() == generation and self._claim(generation, nodeid, reason):
+                if not self.managed:
+                    return CRASH, reason
+                open(os.path.join(self.folder, f"restart-{generation}"), "w").close()
+                _gen, gone = self._wait_restart(generation)
+                ended = next((e for e in self.state()["ended"] if e["generation"] == generation), {})
+                told = reason + (f"; the process: {ended['status']}" if ended.get("status") else "")
+                if ended.get("output"):
+                    told += "; its last output:\n" + ended["output"]
+                if gone:
+                    told += f"\n{gone}"
+                return CRASH, told
+            if self.managed:
+                self._wait_restart(generation)
+        elif self.generation() == generation and self.claimed(generation) is None:
+            return None
+        claim = self.claimed(generation)
+        return NOT_JUDGED, claim["test"] if claim else "another test"
+
+    def _look(self) -> str | None:
+        reason = alive(self.spec, self.profile, self.host, self.port, self.url, self.timeout)
+        if reason is None:
+            return None
+        time.sleep(SETTLE_PAUSE)
+        return alive(self.spec, self.profile, self.host, self.port, self.url, self.timeout * SETTLE_FACTOR)
+
+    def _wait_restart(self, generation: int) -> tuple[int, str | None]:
+        """Wait until the supervisor has restarted generation ``generation``; (the new
+        generation, None) or (…, why the target did not come back)."""
+        deadline = time.monotonic() + self.restart_timeout
+        while time.monotonic() < deadline:
+            state = self.state()
+            if state.get("gone"):
+                return int(state["generation"]), state["gone"]
+            if int(state["generation"]) > generation:
+                return int(state["generation"]), None
+            time.sleep(POLL)
+        return generation, f"the target was not restarted within {self.restart_timeout:g} s"
+
     def close(self) -> None:
-        """Remove the marker and its folder (the process that made them)."""
-        for path in (self.marker, os.path.dirname(self.marker)):
-            try:
-                os.remove(path) if path == self.marker else os.rmdir(path)
-            except OSError:
-                pass
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class Supervisor:
+    """In the process that started the target: restarts it when a test that saw it go down
+    asks (never on its own: the test must see the crash first), recording how it ended."""
+
+    def __init__(self, managed, folder: str) -> None:
+        self.managed = managed
+        self.folder = folder
+        self.generation = 0
+        self.ended: list[dict] = []
+        self.gone: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="wirecheck-supervisor", daemon=True)
+        _write_json(os.path.join(folder, "state.json"), {"generation": 0, "ended": []})
+
+    def start(self) -> "Supervisor":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(POLL):
+            if self.gone is None and os.path.exists(os.path.join(self.folder, f"restart-{self.generation}")):
+                self._restart()
+
+    def _restart(self) -> None:
+        status = self.managed.exit_status()
+        if status == "running":
+            status = "still running (hung): killed by the kit"
+        output = self.managed.output_tail(15)
+        try:
+            self.managed.restart()
+        except RuntimeError as exc:
+            self.gone = f"the target did not come back after a restart: {exc}"
+        self.ended.append({"generation": self.generation, "status": status, "output": output})
+        if self.gone is None:
+            self.generation += 1
+        state = {"generation": self.generation, "ended": self.ended}
+        if self.gone:
+            state["gone"] = self.gone
+        _write_json(os.path.join(self.folder, "state.json"), state)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)

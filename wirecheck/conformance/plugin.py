@@ -17,14 +17,15 @@ import dataclasses
 
 import json
 import os
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
+from wirecheck.conformance import plugin_lifecycle as lifecycle
 from wirecheck.conformance import verdicts
+from wirecheck.conformance.suite_paths import _protocol_of_suite, suite_protocol  # noqa: F401
 from wirecheck.conformance.target import DEFAULT_MAX_TIMEOUTS, DEFAULT_TIMEOUT, Budget, Target
 
 _TARGET_KEY = pytest.StashKey[Target]()
@@ -33,7 +34,10 @@ _STARTED_KEY = pytest.StashKey[float]()
 _CASES_KEY = pytest.StashKey[int]()
 _ATTACHED_KEY = pytest.StashKey[int]()
 _HTML_KEY = pytest.StashKey[str]()
-_WATCH_KEY = pytest.StashKey[object]()
+# The lifecycle hooks (preflight, the target process, crashes) live in their own module;
+# pytest finds hooks among this plugin module's names.
+from wirecheck.conformance.plugin_lifecycle import (  # noqa: E402,F401
+    pytest_cmdline_main, pytest_configure_node, pytest_runtest_protocol, pytest_runtest_setup, pytest_unconfigure)
 #: The run's slack over ``cases x timeout``: a minute, less 5 s kept for start-up, the report
 #: and the exit.
 RUN_SLACK = 55.0
@@ -67,7 +71,7 @@ def _host_port(text: str) -> tuple:
             port = 443 if parts.scheme in ("wss", "https") else 80
         return parts.hostname, port, text
     host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
         raise pytest.UsageError(f"--target {text!r}: expected HOST:PORT (or a ws:// / http:// URL)")
     return host.strip("[]"), int(port)
 
@@ -109,9 +113,7 @@ def pytest_addoption(parser) -> None:
                     help="wall-clock seconds for the whole run's I/O; once spent, every test still "
                          "to run ends as TIMEOUT at its first I/O (default: the cases x timeout + "
                          f"{RUN_SLACK:g} s, plus 5 x the profile's longest timer)")
-    group.addoption("--no-preflight", dest="wirecheck_preflight", action="store_false", default=True,
-                    help="with --target: do not check before the run that the target answers the "
-                         "protocol's handshake and takes the profile's credentials")
+    lifecycle.add_options(group)
     group.addoption("--wirecheck-test-budget", dest="wirecheck_test_budget", type=_positive_float,
                     default=None, metavar="S",
                     help="wall-clock seconds of I/O per test, whatever the target does (default: "
@@ -131,8 +133,13 @@ def pytest_configure(config) -> None:
     config.stash[_STARTED_KEY] = time.monotonic()      # the run's allowance counts from here
     config.addinivalue_line("markers", "requirement(*ids): requirement IDs this black-box test checks")
     config.addinivalue_line("markers", "slow: waits for a protocol timer (keep-alive, timeouts)")
-    if config.getoption("wirecheck_target") and not config.getoption("wirecheck_protocol"):
-        raise pytest.UsageError("--target needs --protocol (see `wirecheck protocols`)")
+    if (config.getoption("wirecheck_target") or config.getoption("wirecheck_target_command")) \
+            and not config.getoption("wirecheck_protocol"):
+        raise pytest.UsageError("--target and --target-command need --protocol (see `wirecheck protocols`)")
+    address = config.getoption("wirecheck_target")
+    if address and not address[1] and not config.getoption("wirecheck_target_command") \
+            and not getattr(config, "workerinput", None):
+        raise pytest.UsageError("--target with port 0 needs --target-command (the kit picks the port)")
     proto = config.getoption("wirecheck_protocol")
     if proto:
         from wirecheck.reference_impl.core import registry
@@ -143,40 +150,11 @@ def pytest_configure(config) -> None:
             raise pytest.UsageError(str(exc.args[0])) from None
         except ProfileError as exc:
             raise pytest.UsageError(str(exc)) from None
-        _start_watch(config, proto)
+        lifecycle.start_watch(config, registry.get(proto))
         if _no_paths_given(config):
             # `pytest --protocol P` anywhere: the installed suite, not the current directory.
             config.args = [str(suites_root())]
     config.pluginmanager.register(ResultCollector(config), "wirecheck-results")
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_cmdline_main(config):
-    """The preflight (conformance/preflight.py), once, before the session and before xdist
-    starts its workers: a wrong --target, --protocol or credential ends the run with one line
-    on stderr and exit 2 instead of a FAIL per test."""
-    address = config.getoption("wirecheck_target")
-    proto = config.getoption("wirecheck_protocol")
-    opt = config.option
-    if not address or not proto or not config.getoption("wirecheck_preflight") \
-            or hasattr(config, "workerinput") or any(getattr(opt, name, False) for name in (
-                "collectonly", "help", "version", "showfixtures", "show_fixtures_per_test", "markers")):
-        return None
-    from wirecheck.conformance.preflight import PreflightError, preflight
-    from wirecheck.conformance.profiles import ProfileError, load_profile
-    from wirecheck.reference_impl.core import registry
-    try:
-        spec = registry.get(proto)
-        profile = load_profile(spec, config.getoption("wirecheck_profile"))
-    except (KeyError, ProfileError):
-        return None                      # pytest_configure names it as a usage error
-    try:
-        preflight(spec, profile, address[0], address[1], address[2] if len(address) > 2 else None,
-                  config.getoption("wirecheck_timeout"))
-    except PreflightError as exc:
-        sys.stderr.write(f"wirecheck preflight: {exc} (--no-preflight skips this check)\n")
-        return int(pytest.ExitCode.INTERRUPTED)
-    return None
 
 
 def _no_paths_given(config) -> bool:
@@ -206,24 +184,6 @@ def pytest_ignore_collect(collection_path, config):
 
 
 # -- which suite an item belongs to ------------------------------------------------------------
-
-def suite_protocol(path) -> str | None:
-    parts = getattr(path, "parts", ())
-    for i, part in enumerate(parts[:-1]):
-        if part == "suites" and i > 0 and parts[i - 1] == "conformance":
-            return _protocol_of_suite(parts[i + 1]) if i + 1 < len(parts) - 1 else None
-    return None
-
-
-def _protocol_of_suite(package: str) -> str:
-    """A suite package is named like its protocol, but a protocol id may hold a hyphen
-    ("rabbitmq-stream") that a Python package cannot: ask the registry."""
-    from wirecheck.reference_impl.core import registry
-    for spec in registry.all_protocols():
-        if spec.suite.rsplit(".", 1)[-1] == package:
-            return spec.id
-    return package
-
 
 def pytest_collection_modifyitems(config, items) -> None:
     proto = config.getoption("wirecheck_protocol")
@@ -373,8 +333,7 @@ def pytest_runtest_makereport(item, call):
         return report
     tgt = item.stash.get(_TARGET_KEY, None)
     profile = tgt.profile if tgt is not None else None
-    watch = item.config.stash.get(_WATCH_KEY, None)
-    crashed = watch is not None and report.when == "call" and _watch_after(item, watch, report)
+    crashed = report.when == "call" and lifecycle.after_test(item, report)
     verdict = verdicts.CRASH if crashed else verdicts.classify(report, call, proto, ids, profile,
                                                                strict_mode(item.config))
     if report.when == "call" or verdict != verdicts.PASS:
@@ -396,68 +355,6 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("wirecheck wire", wire))
         _allure_attach(item.config, text)
     return report
-
-
-def _watch_after(item, watch, report) -> bool:
-    """After a test's call: is the target still up (conformance/crashwatch.py)? True when it
-    went down during this test (the report becomes the CRASH); a test that ran beside the one
-    that crashed it is not judged (the report becomes a skip)."""
-    if report.skipped:
-        return False
-    reason = watch.look()
-    if reason is None:
-        return False
-    if watch.claim(item.nodeid, reason):
-        before = f"\n\n{report.longrepr}" if report.longrepr else ""
-        report.outcome = "failed"
-        report.longrepr = f"{verdicts.CRASH_PREFIX}the target went down during this test: {reason}{before}"
-        return True
-    first = (watch.down() or {}).get("test", "another test")
-    report.outcome = "skipped"
-    report.longrepr = (str(item.path), item.location[1] or 0,
-                       f"Skipped: not judged: the target went down during {first}")
-    return False
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item) -> None:
-    watch = item.config.stash.get(_WATCH_KEY, None)
-    if watch is None or suite_protocol(item.path) is None:
-        return
-    down = watch.down()
-    if down is not None:
-        pytest.skip(f"not run: the target went down during {down['test']}")
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node) -> None:
-    """pytest-xdist: every worker watches through the same marker file."""
-    watch = node.config.stash.get(_WATCH_KEY, None)
-    if watch is not None:
-        node.workerinput["wirecheck_crash_marker"] = watch.marker
-
-
-def pytest_unconfigure(config) -> None:
-    watch = config.stash.get(_WATCH_KEY, None)
-    if watch is not None and not hasattr(config, "workerinput"):
-        watch.close()
-
-
-def _start_watch(config, proto: str) -> None:
-    """With --target, watch the target between tests (not the embedded broker, which lives in
-    this process)."""
-    address = config.getoption("wirecheck_target")
-    if not address:
-        return
-    from wirecheck.conformance.crashwatch import CrashWatch
-    from wirecheck.conformance.profiles import load_profile
-    from wirecheck.reference_impl.core import registry
-    spec = registry.get(proto)
-    workerinput = getattr(config, "workerinput", None)
-    marker = workerinput.get("wirecheck_crash_marker") if workerinput else None
-    config.stash[_WATCH_KEY] = CrashWatch(spec, load_profile(spec, config.getoption("wirecheck_profile")),
-                                          address, config.getoption("wirecheck_timeout"),
-                                          marker or CrashWatch.new_marker())
 
 
 def attached_transcripts(config, tgt) -> tuple[str, str]:
@@ -590,12 +487,8 @@ class ResultCollector:
                           "unimplemented_requirements": having(verdicts.UNIMPLEMENTED),
                           "waived_requirements": having(verdicts.WAIVED),
                           # the test during which the target went down, and how it was found
-                          "crash": self._crash()}
+                          "crashes": lifecycle.crashes(self.config)}
         return out
-
-    def _crash(self) -> dict | None:
-        watch = self.config.stash.get(_WATCH_KEY, None)
-        return watch.down() if watch is not None else None
 
     def _waivers(self, spec) -> dict:
         from wirecheck.conformance.profiles import ProfileError, load_profile
@@ -621,9 +514,9 @@ class ResultCollector:
                 f"requirements tested MUST {cov['MUST'][0]}/{cov['MUST'][1]}, "
                 f"SHOULD {cov['SHOULD'][0]}/{cov['SHOULD'][1]}, MAY {cov['MAY'][0]}/{cov['MAY'][1]}, "
                 f"untestable {cov['untestable']}")
-            if s["crash"]:
-                tr.write_line(f"  target down during {s['crash']['test']}: {s['crash']['reason']}; "
-                              f"the tests after it were not run")
+            for crash in s["crashes"]:
+                tr.write_line(f"  target down during {crash['test']}: {crash['reason'].splitlines()[0]}"
+                              + ("" if crash.get("status") else "; the tests after it were not run"))
             if s["failing_requirements"]:
                 tr.write_line(f"  not met: {', '.join(s['failing_requirements'])}")
             if s["unimplemented_requirements"]:

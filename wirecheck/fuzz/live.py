@@ -27,21 +27,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import re
 import select
-import shlex
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from wirecheck.conformance import liveness
+from wirecheck.conformance.target_process import ManagedTarget  # noqa: F401  (the fuzzer's target)
 from wirecheck.fuzz.live_seeds import Seed, load_seeds
 from wirecheck.fuzz.mutate import Mutator, load_dictionary
 from wirecheck.fuzz.targets import FINDINGS
@@ -54,106 +48,6 @@ MAX_ANSWER_BYTES = 4 * 1024 * 1024
 MAX_CORPUS = 4000
 #: Attempts (each a restart and a resend) spent minimizing one crash.
 MINIMIZE_ATTEMPTS = 24
-
-
-# --- the target process, when the kit starts it --------------------------------------------
-
-class ManagedTarget:
-    """A target process the kit starts, watches and restarts. ``argv`` may contain
-    ``{port}`` (a free port is chosen) ; else ``port_pattern`` finds the port in its output."""
-
-    def __init__(self, argv: list[str], port_pattern: str | None = None, host: str = "127.0.0.1",
-                 start_timeout: float = 30.0) -> None:
-        self.argv = argv
-        self.port_pattern = re.compile(port_pattern) if port_pattern else None
-        self.host = host
-        self.port = 0
-        self.start_timeout = start_timeout
-        self.proc: subprocess.Popen | None = None
-        self.log = tempfile.NamedTemporaryFile(prefix="wirecheck-target-", suffix=".log", delete=False)
-        self.restarts = 0
-
-    @classmethod
-    def reference(cls, protocol: str, profile: str | None = None) -> "ManagedTarget":
-        """The kit's own reference broker of ``protocol`` (``wirecheck serve``); SignalR's raw
-        TCP transport, which is what the network fuzzer speaks."""
-        argv = [sys.executable, "-m", "wirecheck", "serve", "--protocol", protocol, "--port", "0"]
-        if profile:
-            argv += ["--profile", profile]
-        pattern = r"raw TCP on [\d.]+:(\d+)" if protocol == "signalr" else r"listening on [\d.]+:(\d+)"
-        return cls(argv, pattern)
-
-    @classmethod
-    def command(cls, command: str) -> "ManagedTarget":
-        return cls(shlex.split(command))
-
-    def start(self) -> None:
-        argv, fixed = self.argv, None
-        if any("{port}" in a for a in argv):
-            with socket.socket() as s:
-                s.bind((self.host, 0))
-                fixed = s.getsockname()[1]
-            argv = [a.replace("{port}", str(fixed)) for a in argv]
-        self.log.seek(0)
-        self.log.truncate()
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + self.start_timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the target exited at start ({self.exit_status()}):\n{self.output_tail()}")
-            port = fixed or self._port_from_output()
-            if port:
-                try:
-                    socket.create_connection((self.host, port), timeout=1.0).close()
-                    self.port = port
-                    return
-                except OSError:
-                    pass
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"the target did not start listening within {self.start_timeout:g} s:\n"
-                           f"{self.output_tail()}")
-
-    def _port_from_output(self) -> int:
-        if self.port_pattern is None:
-            return 0
-        m = self.port_pattern.search(Path(self.log.name).read_text(errors="replace"))
-        return int(m.group(1)) if m else 0
-
-    def exited(self) -> bool:
-        return self.proc is not None and self.proc.poll() is not None
-
-    def exit_status(self) -> str:
-        code = self.proc.poll() if self.proc else None
-        if code is None:
-            return "running"
-        if code < 0:
-            return f"killed by {signal.Signals(-code).name}"
-        return f"exit code {code}"
-
-    def output_tail(self, lines: int = 25) -> str:
-        self.log.flush()
-        text = Path(self.log.name).read_text(errors="replace")
-        return "\n".join(text.splitlines()[-lines:])
-
-    def restart(self) -> None:
-        self.stop()
-        self.restarts += 1
-        self.start()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait(10)
-
-    def close(self) -> None:
-        self.stop()
-        self.log.close()
-        os.unlink(self.log.name)
 
 
 # --- one case ----------------------------------------------------------------------------

@@ -1,0 +1,142 @@
+"""A target process the kit runs itself (``--target-command`` of the suite, ``wirecheck fuzz
+--command`` / ``--serve``): started with ``{host}``, ``{port}`` and ``{data_dir}`` filled in,
+waited for until it accepts, its output kept in a log (the last lines are read, never the
+whole log), restarted on the same port and data directory, stopped at the end.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: Bytes of the log read for its last lines.
+TAIL_BYTES = 64 << 10
+#: What the log says before each start's output.
+START_LINE = "--- wirecheck: start "
+
+
+class ManagedTarget:
+    """A target process the kit starts, watches and restarts. ``argv`` may contain
+    ``{port}`` (a free port is chosen) ; else ``port_pattern`` finds the port in its output."""
+
+    def __init__(self, argv: list[str], port_pattern: str | None = None, host: str = "127.0.0.1",
+                 start_timeout: float = 30.0, data_dir: str | None = None) -> None:
+        self.argv = argv
+        self.port_pattern = re.compile(port_pattern) if port_pattern else None
+        self.host = host
+        self.port = 0
+        #: ``{data_dir}``: the same directory for every start (what a restart must find again)
+        self.data_dir = data_dir
+        self._own_data_dir = False
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen | None = None
+        self.log = tempfile.NamedTemporaryFile(prefix="wirecheck-target-", suffix=".log", delete=False)
+        self.restarts = 0
+
+    @classmethod
+    def reference(cls, protocol: str, profile: str | None = None) -> "ManagedTarget":
+        """The kit's own reference broker of ``protocol`` (``wirecheck serve``); SignalR's raw
+        TCP transport, which is what the network fuzzer speaks."""
+        argv = [sys.executable, "-m", "wirecheck", "serve", "--protocol", protocol, "--port", "0"]
+        if profile:
+            argv += ["--profile", profile]
+        pattern = r"raw TCP on [\d.]+:(\d+)" if protocol == "signalr" else r"listening on [\d.]+:(\d+)"
+        return cls(argv, pattern)
+
+    @classmethod
+    def command(cls, command: str) -> "ManagedTarget":
+        return cls(shlex.split(command))
+
+    def start(self) -> None:
+        argv, fixed = self.argv, None
+        if any("{port}" in a for a in argv):
+            fixed = self.port or free_port(self.host)          # a restart keeps the port
+            argv = [a.replace("{port}", str(fixed)) for a in argv]
+        elif self.port and self.port_pattern is None:
+            fixed = self.port                                  # a command that listens there
+        if any("{data_dir}" in a for a in argv):
+            if self.data_dir is None:
+                self.data_dir = tempfile.mkdtemp(prefix="wirecheck-target-data-")
+                self._own_data_dir = True
+            argv = [a.replace("{data_dir}", self.data_dir) for a in argv]
+        argv = [a.replace("{host}", self.host) for a in argv]
+        self.log.write(f"{START_LINE}{shlex.join(argv)}\n".encode())
+        self.log.flush()
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the target exited at start ({self.exit_status()}):\n{self.output_tail()}")
+            port = fixed or self._port_from_output()
+            if port:
+                try:
+                    socket.create_connection((self.host, port), timeout=1.0).close()
+                    self.port = port
+                    return
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"the target did not start listening within {self.start_timeout:g} s:\n"
+                           f"{self.output_tail()}")
+
+    def _port_from_output(self) -> int:
+        if self.port_pattern is None:
+            return 0
+        text = Path(self.log.name).read_text(errors="replace")
+        m = self.port_pattern.search(text[text.rfind(START_LINE):])      # this start's output
+        return int(m.group(1)) if m else 0
+
+    def exited(self) -> bool:
+        return self.proc is not None and self.proc.poll() is not None
+
+    def exit_status(self) -> str:
+        code = self.proc.poll() if self.proc else None
+        if code is None:
+            return "running"
+        if code < 0:
+            return f"killed by {signal.Signals(-code).name}"
+        return f"exit code {code}"
+
+    def output_tail(self, lines: int = 25) -> str:
+        self.log.flush()
+        with open(self.log.name, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - TAIL_BYTES))
+            text = fh.read().decode("utf-8", "replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def restart(self) -> None:
+        self.stop()
+        self.restarts += 1
+        self.start()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(10)
+
+    def close(self) -> None:
+        self.stop()
+        self.log.close()
+        os.unlink(self.log.name)
+        if self._own_data_dir:
+            import shutil
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
