@@ -70,6 +70,8 @@ class CrashWatch:
         self.folder = folder
         self.managed = managed
         self.restart_timeout = restart_timeout
+        #: this process stopped looking: the target never answered
+        self.unwatched = False
 
     @staticmethod
     def new_folder() -> str:
@@ -127,6 +129,17 @@ class CrashWatch:
         """After a test that started against ``generation``: None when the target lived
         through it; (CRASH, what happened) when it went down during this test; (NOT_JUDGED,
         the test it went down during) when another test's crash overlapped this one."""
+        if self.unwatched:
+            return None
+        if not self.seen_alive():
+            # never seen answering (--no-preflight): one look; if it does not answer either,
+            # nothing went down, and this process stops looking (a black hole would cost every
+            # test a probe's timeout)
+            if alive(self.spec, self.profile, self.host, self.port, self.url, self.timeout) is None:
+                self.saw_alive()
+            else:
+                self.unwatched = True
+            return None
         reason = self._look()
         if reason is not None:
             if self.generation() == generation and self._claim(generation, nodeid, reason):
@@ -147,6 +160,15 @@ class CrashWatch:
             return None
         claim = self.claimed(generation)
         return NOT_JUDGED, claim["test"] if claim else "another test"
+
+    def saw_alive(self) -> None:
+        """The target answered (the preflight, or a look after a test): from now on, not
+        answering is going down. A target never seen answering is not watched: with
+        --no-preflight, a server that never spoke the protocol is the tests' to judge."""
+        open(os.path.join(self.folder, "alive"), "a").close()
+
+    def seen_alive(self) -> bool:
+        return os.path.exists(os.path.join(self.folder, "alive"))
 
     def _look(self) -> str | None:
         reason = alive(self.spec, self.profile, self.host, self.port, self.url, self.timeout)

@@ -22,6 +22,7 @@ from wirecheck.conformance.suite_paths import suite_protocol
 _WATCH_KEY = pytest.StashKey[object]()
 _GENERATION_KEY = pytest.StashKey[int]()
 _MANAGED_KEY = pytest.StashKey[tuple]()          # (ManagedTarget, Supervisor | None)
+_PREFLIGHT_PASSED = pytest.StashKey[bool]()
 #: Default seconds a target started by the kit may take to accept connections.
 START_TIMEOUT = 30.0
 #: How many times a test is run while each run overlaps another test's crash (then it stays
@@ -76,6 +77,7 @@ def pytest_cmdline_main(config):
         sys.stderr.write(f"wirecheck preflight: {exc} (--no-preflight skips this check)\n")
         _stop_target(config)
         return int(pytest.ExitCode.INTERRUPTED)
+    config.stash[_PREFLIGHT_PASSED] = True
     return None
 
 
@@ -132,6 +134,8 @@ def start_watch(config, spec) -> None:
                        managed=bool(config.getoption("wirecheck_target_command")),
                        restart_timeout=START_TIMEOUT + 30)
     config.stash[_WATCH_KEY] = watch
+    if config.stash.get(_PREFLIGHT_PASSED, False):
+        watch.saw_alive()
     if managed is not None:
         config.stash[_MANAGED_KEY] = (managed, Supervisor(managed, watch.folder).start())
 

@@ -69,6 +69,64 @@ def _builtin(spec, name: str, seen: tuple = ()) -> dict:
     return _merge(base, entry)
 
 
+#: Settings the suites read that no built-in profile sets (the built-in profiles' own settings
+#: are known by being there): a profile file may set these too, and nothing else.
+READ_BY_THE_SUITES = {
+    "blipmq": {"timing": {"retry_backoff", "max_retries"}},
+    "vibemq": {"credentials": {"username"}},
+}
+
+
+def known_settings(spec) -> dict[str, set[str]]:
+    """Per section, the setting names a profile of ``spec`` may hold."""
+    known: dict[str, set[str]] = {s: set() for s in _SECTIONS if s != "waivers"}
+    for entry in spec.profiles.values():
+        for section, values in entry.items():
+            if section in known and isinstance(values, dict):
+                known[section].update(values)
+    for section, names in READ_BY_THE_SUITES.get(spec.id, {}).items():
+        known[section].update(names)
+    known["timing"].update(_broker_settings(spec))      # `serve --profile` gives [timing] to the broker
+    return known
+
+
+def _broker_settings(spec) -> set[str]:
+    """The settings the protocol's reference broker takes by name: its ``make_broker`` checks
+    names before it builds anything (reference_impl/core/options.py), and says which it knows."""
+    from wirecheck.reference_impl.core.options import UnknownOption
+    try:
+        spec.make_broker("127.0.0.1", 0, wirecheck_no_such_setting=None)
+    except UnknownOption as exc:
+        return set(exc.known)
+    except Exception:                      # a broker that cannot tell: only the lists above
+        return set()
+    return set()
+
+
+def _check_settings(spec, data: dict, where: str) -> None:
+    """A setting the kit does not read, or a waiver of a requirement ID the catalogue lacks, is
+    an error: silently ignored, a misspelt name would change nothing and look applied."""
+    import difflib
+    known = known_settings(spec)
+    for section, names in known.items():
+        for name in data.get(section, {}) if isinstance(data.get(section), dict) else ():
+            if name not in names:
+                near = difflib.get_close_matches(name, sorted(names), n=1)
+                hint = f"; did you mean {near[0]!r}?" if near else ""
+                listed = ", ".join(sorted(names)) or "none"
+                raise ProfileError(f"{where}: [{section}] {name!r} is not a setting the kit reads for "
+                                   f"{spec.id} (it reads: {listed}){hint}")
+    waivers = data.get("waivers", {})
+    if isinstance(waivers, dict) and waivers:
+        from wirecheck.conformance.requirements import catalogue
+        ids = set(catalogue(spec.requirements))
+        for rid in waivers:
+            if rid not in ids:
+                near = difflib.get_close_matches(rid, sorted(ids), n=1)
+                hint = f"; did you mean {near[0]!r}?" if near else ""
+                raise ProfileError(f"{where}: [waivers] {rid!r} is not a requirement ID of {spec.id}{hint}")
+
+
 def load_profile(spec, name_or_path: str | None) -> Profile:
     """Resolve ``--profile`` for protocol ``spec`` (a registry entry)."""
     name = name_or_path or spec.default_profile
@@ -82,6 +140,7 @@ def load_profile(spec, name_or_path: str | None) -> Profile:
             raise ProfileError(f"profile file {name!r}: {exc}") from None
         builtin = data.get("extends", spec.default_profile)
         merged = _merge(_builtin(spec, builtin), data)
+        _check_settings(spec, data, f"profile file {name!r}")
         label = data.get("name", os.path.basename(name))
     else:
         merged = _builtin(spec, name)

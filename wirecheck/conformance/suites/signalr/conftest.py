@@ -59,6 +59,11 @@ class Sig:
         self._ids = itertools.count(1)
         self._prefix = f"{os.getpid() % 10000}-{uuid.uuid4().hex[:6]}-"
 
+    def has(self, feature: str) -> bool:
+        """Whether the profile says the hub has ``feature`` (the built-in profiles: every v1
+        feature in ``v1``, none in ``draft``; a profile file may turn one off)."""
+        return self.target.profile.feature(feature, not self.draft)
+
     # -- ids and messages ------------------------------------------------------------------
 
     def new_id(self) -> str:
