@@ -135,3 +135,19 @@ def test_a_target_command_that_does_not_start_is_one_line_and_exit_2(tmp_path):
     assert got.returncode == 2 and doc is None
     assert got.stderr.startswith("wirecheck: --target-command: the target exited at start (exit code 1)")
     assert "no config file" in got.stderr
+
+
+def test_a_profile_carries_the_target_command(tmp_path):
+    profile = tmp_path / "mine.toml"
+    profile.write_text(f'[target]\ncommand = "{sys.executable} {ROOT / "tests" / "crashing_target.py"} '
+                       f'--crash-on 30 --port {{port}}"\n')
+    report = tmp_path / "p.json"
+    got = subprocess.run([sys.executable, "-m", "pytest", "--protocol", "blipmq", "--profile", str(profile),
+                          "-q", "-p", "no:cacheprovider", "-n", "2", "-k", "test_handshake",
+                          "--wirecheck-report", str(report)], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=600)
+    doc = json.loads(report.read_text())
+    crashes = doc["summary"]["blipmq"]["crashes"]
+    assert got.returncode == 1 and crashes and all(c["status"] == "exit code 70" for c in crashes), \
+        got.stdout[-3000:] + got.stderr[-2000:]
+    assert {t["verdict"] for t in doc["tests"]} - {"PASS", "CRASH", "SKIPPED"} == set()

@@ -62,6 +62,9 @@ def pytest_cmdline_main(config):
         profile = load_profile(spec, config.getoption("wirecheck_profile"))
     except (KeyError, ProfileError):
         return None                      # pytest_configure names it as a usage error
+    if not config.getoption("wirecheck_target_command") and profile.target.get("command") \
+            and not config.getoption("wirecheck_target"):
+        config.option.wirecheck_target_command = str(profile.target["command"])   # the profile's
     if config.getoption("wirecheck_target_command"):
         failed = _start_target(config)
         if failed:
@@ -131,7 +134,8 @@ def start_watch(config, spec) -> None:
     folder = workerinput.get("wirecheck_watch") if workerinput else None
     watch = CrashWatch(spec, load_profile(spec, config.getoption("wirecheck_profile")), address,
                        config.getoption("wirecheck_timeout"), folder or CrashWatch.new_folder(),
-                       managed=bool(config.getoption("wirecheck_target_command")),
+                       managed=bool(workerinput.get("wirecheck_managed") if workerinput
+                                    else config.getoption("wirecheck_target_command")),
                        restart_timeout=START_TIMEOUT + 30)
     config.stash[_WATCH_KEY] = watch
     if config.stash.get(_PREFLIGHT_PASSED, False):
@@ -147,6 +151,7 @@ def pytest_configure_node(node) -> None:
     if watch is not None:
         node.workerinput["wirecheck_watch"] = watch.folder
         node.workerinput["wirecheck_target"] = list(node.config.getoption("wirecheck_target"))
+        node.workerinput["wirecheck_managed"] = watch.managed
 
 
 @pytest.hookimpl(tryfirst=True)

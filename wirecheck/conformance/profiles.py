@@ -15,6 +15,8 @@
     max_retries = 3
     [waivers]             # requirement ID -> reason; a failing waived test is reported, not failed
     "BLIP-PUB-009" = "we echo the tag for QoS0 as well"
+    [target]              # how the kit runs the target (as --target-command, which overrides it)
+    command = "./my-server --port {port} --data {data_dir}"
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 
-_SECTIONS = ("credentials", "limits", "features", "timing", "waivers")
+_SECTIONS = ("credentials", "limits", "features", "timing", "waivers", "target")
 
 
 class ProfileError(ValueError):
@@ -38,6 +40,8 @@ class Profile:
     features: dict = field(default_factory=dict)
     timing: dict = field(default_factory=dict)
     waivers: dict = field(default_factory=dict)
+    #: how the kit runs the target: ``command`` (as ``--target-command``)
+    target: dict = field(default_factory=dict)
     #: The built-in profile this one is or extends: what a reference broker is asked to speak.
     base: str | None = None
 
@@ -86,6 +90,7 @@ def known_settings(spec) -> dict[str, set[str]]:
                 known[section].update(values)
     for section, names in READ_BY_THE_SUITES.get(spec.id, {}).items():
         known[section].update(names)
+    known["target"].update(("command",))
     known["timing"].update(_broker_settings(spec))      # `serve --profile` gives [timing] to the broker
     return known
 
