@@ -11,6 +11,8 @@ import time
 import pytest
 
 from tests.faulty_targets import BlackHole
+from wirecheck.conformance.preflight import PreflightError, preflight
+from wirecheck.conformance.profiles import load_profile
 from wirecheck.reference_impl.core import registry
 from wirecheck.reference_impl.core.server import ThreadedServer
 
@@ -69,28 +71,50 @@ def _refused(got, took: float, tmp_path, *words: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("proto", PROTOCOLS)
-def test_a_closed_port(tmp_path, proto):
-    got, took = _pytest(tmp_path, "--protocol", proto, "--target", f"127.0.0.1:{_closed_port()}")
+def _direct(proto: str, target: str, profile: str | None = None) -> str | None:
+    """The preflight in this process: its message (None when the target passes), within 10 s."""
+    spec = registry.get(proto)
+    if "://" in target:
+        host_port = target.split("://", 1)[1].split("/", 1)[0]
+        host, port, url = host_port.rsplit(":", 1)[0], int(host_port.rsplit(":", 1)[1]), target
+    else:
+        host, port, url = target.rsplit(":", 1)[0], int(target.rsplit(":", 1)[1]), None
+    started = time.monotonic()
+    try:
+        preflight(spec, load_profile(spec, profile), host, port, url)
+        return None
+    except PreflightError as exc:
+        return str(exc)
+    finally:
+        assert time.monotonic() - started < 10
+
+
+def test_the_run_ends_before_any_test_with_one_line(tmp_path):
+    got, took = _pytest(tmp_path, "--protocol", "blipmq", "--target", f"127.0.0.1:{_closed_port()}")
     _refused(got, took, tmp_path, "nothing accepts connections", "--target")
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
-def test_a_server_that_says_nothing(tmp_path, proto):
-    hole = BlackHole()
-    try:
-        got, took = _pytest(tmp_path, "--protocol", proto, "--target", f"127.0.0.1:{hole.port}")
-    finally:
-        hole.close()
-    _refused(got, took, tmp_path, "did not answer", "--protocol")
+def test_a_closed_port(proto):
+    message = _direct(proto, f"127.0.0.1:{_closed_port()}")
+    assert "nothing accepts connections" in message and "--target" in message, message
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
-def test_another_protocol_on_the_port(tmp_path, brokers, proto):
+def test_a_server_that_says_nothing(proto):
+    hole = BlackHole()
+    try:
+        message = _direct(proto, f"127.0.0.1:{hole.port}")
+    finally:
+        hole.close()
+    assert "did not answer" in message and "--protocol" in message, message
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_another_protocol_on_the_port(brokers, proto):
     other = PROTOCOLS[(PROTOCOLS.index(proto) + 1) % len(PROTOCOLS)]
-    got, took = _pytest(tmp_path, "--protocol", proto, "--target", _raw(brokers[other]))
-    line = _refused(got, took, tmp_path, proto)
-    assert "--protocol" in line, line
+    message = _direct(proto, _raw(brokers[other]))
+    assert message and proto in message and "--protocol" in message, message
 
 
 @pytest.mark.parametrize("proto, credentials, setting", [
@@ -102,39 +126,44 @@ def test_another_protocol_on_the_port(tmp_path, brokers, proto):
 def test_refused_credentials(tmp_path, brokers, proto, credentials, setting):
     profile = tmp_path / "mine.toml"
     profile.write_text(f"[credentials]\n{credentials}\n")
-    got, took = _pytest(tmp_path, "--protocol", proto, "--target", _raw(brokers[proto]),
+    message = _direct(proto, _raw(brokers[proto]), str(profile))
+    assert "refused" in message and "[credentials]" in message and setting in message, message
+
+
+def test_refused_credentials_end_the_run_too(tmp_path, brokers):
+    profile = tmp_path / "mine.toml"
+    profile.write_text('[credentials]\napi_key = "wrong"\n')
+    got, took = _pytest(tmp_path, "--protocol", "blipmq", "--target", _raw(brokers["blipmq"]),
                         "--profile", str(profile))
-    _refused(got, took, tmp_path, "refused", "[credentials]", setting)
+    _refused(got, took, tmp_path, "refused the blipmq AUTH", "api_key")
 
 
-def test_a_v1_hub_under_the_draft_profile_and_back(tmp_path, brokers):
-    got, took = _pytest(tmp_path, "--protocol", "signalr", "--target", _raw(brokers["signalr"]),
-                        "--profile", "draft")
-    _refused(got, took, tmp_path, "SignalR v1", "--profile v1")
-    got, took = _pytest(tmp_path, "--protocol", "signalr", "--target", _raw(brokers["signalr-draft"]))
-    _refused(got, took, tmp_path, "did not answer", "--profile draft")
+def test_a_v1_hub_under_the_draft_profile_and_back(brokers):
+    message = _direct("signalr", _raw(brokers["signalr"]), "draft")
+    assert "SignalR v1" in message and "--profile v1" in message, message
+    message = _direct("signalr", _raw(brokers["signalr-draft"]))
+    assert "did not answer" in message and "--profile draft" in message, message
 
 
-def test_a_wrong_hub_path(tmp_path, brokers):
+def test_a_wrong_hub_path(brokers):
     url = _url(brokers["signalr"]).rsplit("/", 1)[0] + "/elsewhere"
-    got, took = _pytest(tmp_path, "--protocol", "signalr", "--target", url)
-    _refused(got, took, tmp_path, "negotiate", "--target")
+    message = _direct("signalr", url)
+    assert "negotiate" in message and "--target" in message, message
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
-def test_a_right_target_passes_and_its_tests_run(tmp_path, brokers, proto):
-    target = _url(brokers[proto]) if proto == "signalr" else _raw(brokers[proto])
-    got, _took = _pytest(tmp_path, "--protocol", proto, "--target", target, "-k", "(handshake or connection) and not stateful", "-m", "not slow",
-                         "-x")
+def test_a_right_target_passes(brokers, proto):
+    assert _direct(proto, _raw(brokers[proto])) is None
+    if proto == "signalr":
+        assert _direct(proto, _url(brokers[proto])) is None
+        assert _direct(proto, _raw(brokers["signalr-draft"]), "draft") is None
+
+
+def test_a_right_target_passes_and_its_tests_run(tmp_path, brokers):
+    got, _took = _pytest(tmp_path, "--protocol", "signalr", "--target", _url(brokers["signalr"]),
+                         "-k", "handshake and not stateful", "-m", "not slow", "-x")
     assert "wirecheck preflight" not in got.stderr, got.stderr
     assert got.returncode == 0 and " passed" in got.stdout, got.stdout[-3000:]
-
-
-def test_draft_hub_under_draft_profile_passes(tmp_path, brokers):
-    got, _took = _pytest(tmp_path, "--protocol", "signalr", "--target", _raw(brokers["signalr-draft"]),
-                         "--profile", "draft", "-k", "handshake", "-x")
-    assert "wirecheck preflight" not in got.stderr, got.stderr
-    assert got.returncode == 0, got.stdout[-3000:]
 
 
 def test_no_preflight_runs_the_tests_anyway(tmp_path):
