@@ -3,6 +3,7 @@
     wirecheck protocols [--json]
     wirecheck serve   --protocol P [--host H] [--port N] [--data-dir DIR] [--api-key K ...] [--raw-port N]
     wirecheck check   --protocol P [--target HOST:PORT] [--profile NAME|FILE] [--report FILE] [-n N]
+                      [--target-command CMD] [--no-preflight]    # the kit runs the target; skip the preflight
     wirecheck report  RESULTS... --out FILE.html|FILE.json|DIR   # result files, fuzz campaign summaries, capture analyses
     wirecheck serve   ... --capture FILE.pcap          # record every connection (no root needed)
     wirecheck record  --listen HOST:PORT --upstream HOST:PORT --capture FILE.pcap
