@@ -72,7 +72,8 @@ def _signalr_draft(sig) -> None:
 
 
 def steps(spec, profile) -> list[Step]:
-    creds = ", ".join(f"{k} = …" for k in CREDENTIALS.get(spec.id, ()))
+    from wirecheck.conformance.profiles import known_settings
+    creds = ", ".join(f"{k} = …" for k in sorted(known_settings(spec)["credentials"]))
     cred_setting = f"the profile's [credentials] ({creds}; --profile FILE.toml)"
     if spec.id == "blipmq":
         return [Step("HELLO", lambda v: v.connect(auth=False)),
@@ -94,11 +95,6 @@ def steps(spec, profile) -> list[Step]:
         return [Step("handshake", lambda v: v.connect(encoding="json"), "version",
                      "--profile draft if the hub follows the draft document, whose handshake has no answer")]
     raise PreflightError(f"no preflight for {spec.id}")
-
-
-#: The credential keys each protocol's profile takes (the suites read these).
-CREDENTIALS = {"blipmq": ("api_key",), "vibemq": ("password", "username"),
-               "rabbitmq-stream": ("user", "password", "vhost")}
 
 
 def _received(target: Target) -> bytes:
