@@ -91,19 +91,19 @@ def _expect_ok(sock: socket.socket, key: int, corr: int, what: str) -> bytes:
 
 
 def stream_handshake(host: str, port: int, *, timeout: float = 5.0, user: str = "guest",
-                     password: str = "guest", vhost: str = "/") -> dict[str, int]:
+                     password: str = "guest", vhost: str = "/", create: str | None = None) -> dict[str, int]:
     """Connect and run PeerProperties, SaslHandshake, SaslAuthenticate (PLAIN), the Tune
     exchange and Open; return the server's tune offer ``{"frame_max", "heartbeat"}``.
     Raises ``OSError`` (``ConnectionError``, ``TimeoutError``) on any failure; every socket
     operation is bounded by ``timeout``."""
     try:
-        return _handshake(host, port, timeout, user, password, vhost)
+        return _handshake(host, port, timeout, user, password, vhost, create)
     except struct.error as exc:
         raise ConnectionError(f"malformed handshake response: {exc}") from exc
 
 
 def _handshake(host: str, port: int, timeout: float, user: str, password: str,
-               vhost: str) -> dict[str, int]:
+               vhost: str, create: str | None = None) -> dict[str, int]:
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(timeout)
         props = {"product": "wirecheck", "connection_name": "wirecheck-harness"}
@@ -137,6 +137,9 @@ def _handshake(host: str, port: int, timeout: float, user: str, password: str,
 
         sock.sendall(_frame(21, struct.pack(">I", 4) + _string(vhost)))
         _expect_ok(sock, 21, 4, "Open")
+        if create is not None:                      # Create (key 13): name, no arguments
+            sock.sendall(_frame(13, struct.pack(">I", 5) + _string(create) + struct.pack(">i", 0)))
+            _expect_ok(sock, 13, 5, "Create")
         return {"frame_max": frame_max, "heartbeat": heartbeat}
 
 

@@ -203,3 +203,16 @@ def test_every_broker_names_an_unknown_option(protocol):
     assert r.returncode == 2, r.stderr
     assert ("unknown --option max_conections (did you mean max_connections?); unknown --option "
             f"no_such: the {protocol} broker has no setting of that name") in r.stderr, r.stderr
+
+
+def test_check_narrows_to_the_paths_given_after_the_double_dash(tmp_path):
+    """`wirecheck check --protocol P -- FILE` runs FILE's tests, not the whole suite beside it;
+    pytest options alone (-k, -m) still run the suite, narrowed by them."""
+    from wirecheck.conformance.cli import pytest_args, suite_dir
+    from wirecheck.reference_impl.core import registry
+    spec = registry.get("blipmq")
+    one = os.path.join(suite_dir(spec), "test_handshake.py")
+    argv = pytest_args(spec, None, None, None, None, None, None, False, [one + "::test_auth_twice"])
+    assert suite_dir(spec) not in argv and argv[-1] == one + "::test_auth_twice"
+    argv = pytest_args(spec, None, None, None, None, None, None, False, ["-k", "handshake"])
+    assert argv[0] == suite_dir(spec)

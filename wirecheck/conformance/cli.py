@@ -330,7 +330,9 @@ def pytest_args(spec, target: str | None, profile: str | None, report: str | Non
     suites = os.path.dirname(suite_dir(spec))
     # The kit's own ini, wherever it is run from: the caller's pytest configuration (addopts,
     # plugins) must not change what the suite does.
-    argv = [suite_dir(spec), "--protocol", spec.id, "-q", "-p", "no:cacheprovider",
+    # paths (or node ids) among the pytest arguments narrow the run to them; else the suite
+    named = [a for a in extra if not a.startswith("-") and os.path.exists(a.split("::")[0])]
+    argv = ([] if named else [suite_dir(spec)]) + ["--protocol", spec.id, "-q", "-p", "no:cacheprovider",
             "--rootdir", suites, "-c", os.path.join(suites, "pytest.ini"),
             # this process imported the kit before pytest started: nothing to rewrite, no warning
             "-W", "ignore::pytest.PytestAssertRewriteWarning"]
@@ -522,7 +524,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "CRASH, stopped at the end (--target defaults to 127.0.0.1:{port})")
     s.add_argument("--no-preflight", action="store_true",
                    help="do not check first that the target answers the handshake and takes the credentials")
-    s.add_argument("pytest_args", nargs="*", help="passed to pytest after --")
+    s.add_argument("pytest_args", nargs="*", help="passed to pytest after -- (paths or node ids "
+                   "among them narrow the run to those tests)")
     s.set_defaults(func=cmd_check)
 
     s = sub.add_parser("report", help="merge result files, fuzz campaign summaries and capture analyses "

@@ -21,10 +21,20 @@ busy machine is slow, not dead), the target is down:
 The processes of a run (xdist workers and the controller) share one folder: ``state.json``
 (the target's generation: how many times it was restarted, and how each one ended),
 ``crash-<generation>.json`` (the test that saw that generation go down, created with O_EXCL so
-exactly one claims it) and ``restart-<generation>`` (a claimer's request to the supervisor).
+exactly one claims it), ``restart-<generation>`` (a claimer's request to the supervisor) and
+``kill-<generation>.json`` (a crash-recovery test's request: kill -9 the target and start it
+again on the same data directory; not a crash, so it is never counted as one).
+
+A test that kills the target must run alone: the tests of other xdist workers would see the
+target vanish under them. So with ``--target-command`` every suite test holds ``run.lock``
+shared, and a killing test holds it exclusively (:meth:`CrashWatch.turn`); ``gate.lock`` in
+front of it keeps new tests from starting while a killing test waits for the running ones to
+finish (otherwise two workers' tests, overlapping, could keep it out for good).
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -114,7 +124,10 @@ class CrashWatch:
     def before(self) -> tuple[int, str | None]:
         """(the generation the test runs against, or why it is not run). A crash being handled
         is waited for; an unmanaged target that went down stays down."""
-        gen = self.generation()
+        state = self.state()
+        gen = int(state["generation"])
+        if state.get("gone"):
+            return gen, f"not run: {state['gone']}"
         claim = self.claimed(gen)
         if claim is None:
             return gen, None
@@ -129,8 +142,8 @@ class CrashWatch:
         """After a test that started against ``generation``: None when the target lived
         through it; (CRASH, what happened) when it went down during this test; (NOT_JUDGED,
         the test it went down during) when another test's crash overlapped this one."""
-        if self.unwatched:
-            return None
+        if self.unwatched or self.state().get("gone_after_kill_by") == nodeid:
+            return None          # this test killed it and it did not come back: the test's FAIL says so
         if not self.seen_alive():
             # never seen answering (--no-preflight): one look; if it does not answer either,
             # nothing went down, and this process stops looking (a black hole would cost every
@@ -190,6 +203,38 @@ class CrashWatch:
             time.sleep(POLL)
         return generation, f"the target was not restarted within {self.restart_timeout:g} s"
 
+    def kill_and_restart(self, nodeid: str) -> int:
+        """kill -9 the target (its whole process group) and start it again with the same
+        command, port and data directory; the new generation once it accepts connections.
+        RuntimeError when it does not come back (every later test is then not run)."""
+        if not self.managed:
+            raise RuntimeError("the kit does not run the target (no --target-command)")
+        generation = self.generation()
+        _write_json(os.path.join(self.folder, f"kill-{generation}.json"), {"test": nodeid})
+        gen, gone = self._wait_restart(generation)
+        if gone:
+            raise RuntimeError(gone)
+        return gen
+
+    @contextlib.contextmanager
+    def turn(self, exclusive: bool):
+        """Hold the run's lock for one test: shared for a test that leaves the target up,
+        exclusive for one that kills it (see the module's docstring)."""
+        with open(os.path.join(self.folder, "gate.lock"), "a") as gate, \
+                open(os.path.join(self.folder, "run.lock"), "a") as run:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(run, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            finally:
+                if not exclusive:
+                    fcntl.flock(gate, fcntl.LOCK_UN)
+            try:
+                yield
+            finally:
+                fcntl.flock(run, fcntl.LOCK_UN)
+                if exclusive:
+                    fcntl.flock(gate, fcntl.LOCK_UN)
+
     def close(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -214,24 +259,38 @@ class Supervisor:
 
     def _run(self) -> None:
         while not self._stop.wait(POLL):
-            if self.gone is None and os.path.exists(os.path.join(self.folder, f"restart-{self.generation}")):
+            if self.gone is not None:
+                continue
+            if os.path.exists(os.path.join(self.folder, f"restart-{self.generation}")):
                 self._restart()
+            else:
+                kill = _read_json(os.path.join(self.folder, f"kill-{self.generation}.json"))
+                if kill is not None:
+                    self._restart(kill["test"])
 
-    def _restart(self) -> None:
+    def _restart(self, killed_for: str | None = None) -> None:
+        """Restart after a crash, or (``killed_for``: the test that asked) kill -9 and start."""
         status = self.managed.exit_status()
-        if status == "running":
+        if killed_for is not None:
+            status = (f"killed with SIGKILL by the kit for {killed_for}" if status == "running"
+                      else f"already down before the kit's kill -9 ({status})")
+        elif status == "running":
             status = "still running (hung): killed by the kit"
         output = self.managed.output_tail(15)
         try:
             self.managed.restart()
         except RuntimeError as exc:
-            self.gone = f"the target did not come back after a restart: {exc}"
-        self.ended.append({"generation": self.generation, "status": status, "output": output})
+            when = "the kit's kill -9" if killed_for else "a restart"
+            self.gone = f"the target did not come back after {when}: {exc}"
+        self.ended.append({"generation": self.generation, "status": status, "output": output,
+                           "deliberate": killed_for is not None})
         if self.gone is None:
             self.generation += 1
         state = {"generation": self.generation, "ended": self.ended}
         if self.gone:
             state["gone"] = self.gone
+            if killed_for is not None:
+                state["gone_after_kill_by"] = killed_for
         _write_json(os.path.join(self.folder, "state.json"), state)
 
     def stop(self) -> None:

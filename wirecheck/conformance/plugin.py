@@ -31,13 +31,14 @@ from wirecheck.conformance.target import DEFAULT_MAX_TIMEOUTS, DEFAULT_TIMEOUT, 
 _TARGET_KEY = pytest.StashKey[Target]()
 _RUN_KEY = pytest.StashKey[tuple]()
 _STARTED_KEY = pytest.StashKey[float]()
-_CASES_KEY = pytest.StashKey[int]()
+_CASES_KEY = pytest.StashKey[tuple]()      # (suite tests, those that kill the target)
 _ATTACHED_KEY = pytest.StashKey[int]()
 _HTML_KEY = pytest.StashKey[str]()
 # The lifecycle hooks (preflight, the target process, crashes) live in their own module;
 # pytest finds hooks among this plugin module's names.
 from wirecheck.conformance.plugin_lifecycle import (  # noqa: E402,F401
-    pytest_cmdline_main, pytest_configure_node, pytest_runtest_protocol, pytest_runtest_setup, pytest_unconfigure)
+    pytest_cmdline_main, pytest_configure_node, pytest_runtest_protocol, pytest_runtest_setup, pytest_unconfigure,
+    target_process)
 #: The run's slack over ``cases x timeout``: a minute, less 5 s kept for start-up, the report
 #: and the exit.
 RUN_SLACK = 55.0
@@ -291,28 +292,36 @@ def default_budget(timeout: float, profile) -> float:
     return 60.0 + 30.0 * timeout + 5.0 * longest_timer(profile)
 
 
-def default_run_budget(cases: int, timeout: float, profile) -> float:
+#: What the run's allowance adds per test that kills the target (``target_process``): two
+#: restarts (each up to lifecycle.START_TIMEOUT) and the wait for what the target recovered.
+KILLING_CASE_SECONDS = 2 * lifecycle.START_TIMEOUT + 30.0
+
+
+def default_run_budget(cases: int, timeout: float, profile, killing_cases: int = 0) -> float:
     """The whole run's wall-clock I/O allowance when none is given: each case's receive timeout,
     the time a timer test waits (5 x the profile's longest timer), and :data:`RUN_SLACK`. A sound
     target is far inside it (most tests take a small part of their timeout); a hostile one (a
     flood, answers that never end, a failure hypothesis keeps replaying) is stopped at it, so
     that no run takes longer than ``cases x timeout + 60 s`` plus that timer wait."""
-    return cases * timeout + RUN_SLACK + 5.0 * longest_timer(profile)
+    return cases * timeout + RUN_SLACK + 5.0 * longest_timer(profile) + killing_cases * KILLING_CASE_SECONDS
 
 
 def _run_deadline(config, timeout: float, profile) -> tuple[float, float]:
     """(deadline, seconds) of the run's allowance, fixed when the first test asks for it."""
     got = config.stash.get(_RUN_KEY, None)
     if got is None:
-        cases = config.stash.get(_CASES_KEY, 0) or 1
-        seconds = config.getoption("wirecheck_run_budget") or default_run_budget(cases, timeout, profile)
+        cases, killing = config.stash.get(_CASES_KEY, (0, 0))
+        seconds = config.getoption("wirecheck_run_budget") or default_run_budget(cases or 1, timeout, profile,
+                                                                                 killing)
         got = config.stash[_RUN_KEY] = (config.stash.get(_STARTED_KEY, time.monotonic()) + seconds, seconds)
     return got
 
 
 def pytest_collection_finish(session) -> None:
     # The cases the run's allowance is counted for: the suite tests that will run.
-    session.config.stash[_CASES_KEY] = sum(1 for i in session.items if suite_protocol(i.path) is not None)
+    suite = [i for i in session.items if suite_protocol(i.path) is not None]
+    session.config.stash[_CASES_KEY] = (
+        len(suite), sum(1 for i in suite if lifecycle.KILLS_THE_TARGET in getattr(i, "fixturenames", ())))
 
 
 # -- verdicts and transcripts ------------------------------------------------------------------

@@ -198,16 +198,51 @@ def pytest_runtest_protocol(item, nextitem):
         return None
     from _pytest.runner import runtestprotocol
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-    reports = runtestprotocol(item, nextitem=nextitem, log=False)
-    for _again in range(RUNS_BESIDE_A_CRASH - 1):
-        if not any(getattr(r, "wirecheck_not_judged", False) for r in reports):
-            break
-        item.user_properties.clear()          # the earlier run's verdict is not this one's
+    # a test that kills the target runs alone (crashwatch.CrashWatch.turn)
+    with watch.turn(exclusive=KILLS_THE_TARGET in getattr(item, "fixturenames", ())):
         reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        for _again in range(RUNS_BESIDE_A_CRASH - 1):
+            if not any(getattr(r, "wirecheck_not_judged", False) for r in reports):
+                break
+            item.user_properties.clear()          # the earlier run's verdict is not this one's
+            reports = runtestprotocol(item, nextitem=nextitem, log=False)
     for report in reports:
         item.ihook.pytest_runtest_logreport(report=report)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
+
+
+#: The fixture of the tests that kill the target (crash recovery).
+KILLS_THE_TARGET = "target_process"
+
+
+class TargetProcess:
+    """What a crash-recovery test may do to a target the kit runs: kill it."""
+
+    def __init__(self, item, watch) -> None:
+        self._item, self._watch = item, watch
+        self.kills = 0
+
+    def kill_and_restart(self) -> None:
+        """``kill -9`` the target's process group, start it again (same command, port and data
+        directory) and return once it accepts connections. A target that does not come back
+        fails the test (and the run stops, as after a crash)."""
+        try:
+            self._item.stash[_GENERATION_KEY] = self._watch.kill_and_restart(self._item.nodeid)
+        except RuntimeError as exc:
+            pytest.fail(f"after kill -9: {exc}", pytrace=False)
+        self.kills += 1
+
+
+@pytest.fixture
+def target_process(request):
+    """The target's process, for tests that kill it; SKIPPED unless the kit runs the target
+    (``--target-command``): only then can it kill and restart it."""
+    watch = request.config.stash.get(_WATCH_KEY, None)
+    if watch is None or not watch.managed:
+        pytest.skip("needs --target-command: the kit kills the target (kill -9) and starts it "
+                    "again, so it must be the one running it")
+    return TargetProcess(request.node, watch)
 
 
 def crashes(config) -> list[dict]:

@@ -120,12 +120,28 @@ class ManagedTarget:
         self.start()
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        """kill -9 the target's process group, and wait until none of it is left: a command
+        that is a wrapper (a shell script, a runtime's launcher) has children that outlive it
+        for a moment and still hold the port, which a restart would otherwise find answering."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.proc.poll() is None:
             self.proc.wait(10)
+        deadline = time.monotonic() + 10
+        while live_group_pids(self.proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        # A killed process's listening socket is torn down after it exits (seen with RabbitMQ:
+        # LISTEN for a moment with no process): a restart must not take it for the new one.
+        while self.port and time.monotonic() < deadline:
+            try:
+                socket.create_connection((self.host, self.port), timeout=0.5).close()
+            except OSError:
+                break
+            time.sleep(0.05)
 
     def close(self) -> None:
         self.stop()
@@ -134,6 +150,27 @@ class ManagedTarget:
         if self._own_data_dir:
             import shutil
             shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+def live_group_pids(pgid: int) -> list[int]:
+    """The processes of group ``pgid`` that are not zombies (Linux ``/proc``; elsewhere none)."""
+    pids = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return pids
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2:].split()      # after "pid (comm) ": state ppid pgrp
+        if fields[0] != b"Z" and int(fields[2]) == pgid:
+            pids.append(int(entry))
+    return pids
 
 
 def free_port(host: str = "127.0.0.1") -> int:

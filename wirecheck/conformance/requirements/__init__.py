@@ -10,6 +10,7 @@ import importlib
 from dataclasses import dataclass
 
 LEVELS = ("MUST", "SHOULD", "MAY")
+SOURCES = ("document", "SPEC_NOTES", "reading")
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,12 +19,18 @@ class Requirement:
     section: str
     level: str          # MUST / SHOULD / MAY (RFC 2119 reading of the document's wording)
     summary: str
-    source: str = "document"   # "document", or "SPEC_NOTES" for behaviour of the real peer
+    #: "document"; "SPEC_NOTES" for behaviour of the real peer; "reading" for what the kit reads
+    #: into a document that is silent (e.g. that "stored" outlives a crash), graded SHOULD
+    source: str = "document"
     untestable: str = ""       # why no black-box test can check it (then tested elsewhere)
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
             raise ValueError(f"{self.id}: level {self.level!r} not in {LEVELS}")
+        if self.source not in SOURCES:
+            raise ValueError(f"{self.id}: source {self.source!r} not in {SOURCES}")
+        if self.source == "reading" and self.level == "MUST":
+            raise ValueError(f"{self.id}: the kit's own reading is never a MUST")
 
 
 def catalogue(protocol_module: str) -> dict[str, Requirement]:

@@ -91,9 +91,11 @@ REQUIREMENTS = (
     R("BLIP-PUB-011", "PUBLISH", "SHOULD",
       "a publish reaches only the subscriptions that exist when it is published", source="SPEC_NOTES"),
     R("BLIP-PUB-012", "PUBLISH", "MUST",
-      "a QoS1 publish accepted with a WAL configured survives a broker crash",
-      untestable="needs control of the target's process; tests/test_blipmq_durability.py "
-                 "kills the reference broker with SIGKILL"),
+      "\"If QoS1 and WAL configured: Append to WAL\" before it is enqueued: a QoS1 publish the "
+      "broker handled (its PING barrier answered) and nobody acknowledged survives a crash "
+      "(kill -9, restart on the same data): it is delivered after the restart. Tested only "
+      "when the kit runs the target (--target-command); [features] durable = false says the "
+      "target runs without a WAL"),
     # SUBSCRIBE
     R("BLIP-SUB-001", "SUBSCRIBE", "MUST",
       "a malformed SUBSCRIBE payload gets NACK(400, \"invalid SUBSCRIBE payload\")"),

@@ -213,6 +213,21 @@ REQUIREMENTS = (
     R("RMQS-PUB-016", "DeclarePublisher", "SHOULD",
       "the sequence of a reference outlives its publisher: a new publisher with the reference "
       "continues it", source="SPEC_NOTES"),
+    # Storage across a crash: the document names confirms and stored offsets and sequences but
+    # says nothing of a crash; streams are RabbitMQ's persistent logs, so the kit reads "stored"
+    # as outliving the server process (source "reading": SHOULD). Tested only when the kit runs
+    # the target (--target-command); [features] durable = false says it keeps nothing on disk.
+    R("RMQS-STORE-001", "PublishConfirm", "SHOULD",
+      "a message confirmed by PublishConfirm is stored: after a crash (kill -9, restart on the "
+      "same data) a subscription from the first offset delivers it, in order, bytes unchanged",
+      source="reading"),
+    R("RMQS-STORE-002", "StoreOffset", "SHOULD",
+      "an offset stored by StoreOffset, once QueryOffset returns it, is returned by QueryOffset "
+      "after a crash", source="reading"),
+    R("RMQS-STORE-003", "QueryPublisherSequence", "SHOULD",
+      "the sequence stored under a publisher reference survives a crash: QueryPublisherSequence "
+      "returns the highest confirmed publishing id, and a message sent again with an id not "
+      "above it is confirmed but not stored twice", source="reading"),
     R("RMQS-PUB-017", "DeclarePublisher", "MUST",
       "a publisher reference has at most 256 characters", untestable=_CLIENT),
     # Subscribe / Credit / Unsubscribe

@@ -24,8 +24,11 @@ SPEC = registry.register(registry.ProtocolSpec(
     suite="wirecheck.conformance.suites.blipmq",
     profiles={
         # The document as written, with the real codec's strictness (SPEC_NOTES.md).
+        # ``durable``: the target keeps QoS1 publishes in a WAL (the crash-recovery tests, which
+        # run only when the kit runs the target; false: it is run without one).
         "document": {"credentials": {"api_key": "dev-key"},
-                     "limits": {"max_frame_size": codec.MAX_FRAME_SIZE}},
+                     "limits": {"max_frame_size": codec.MAX_FRAME_SIZE},
+                     "features": {"durable": True}},
         # The real daemon (bravo1goingdark/blipmq): same wire; keys come from its config.
         "blipmq-daemon": {"extends": "document",
                           "credentials": {"api_key": "dev-key"}},

@@ -29,8 +29,10 @@ SPEC = registry.register(registry.ProtocolSpec(
         # Today's server: keys 1-30, Publish/Deliver v2 after ExchangeCommandVersions.
         "current": {"credentials": {"user": "guest", "password": "guest", "vhost": "/"},
                     "limits": {"max_frame_size": DEFAULT_FRAME_MAX},
+                    # ``durable``: streams are kept on disk (the crash-recovery tests, run only
+                    # when the kit runs the target; false: it keeps them in memory)
                     "features": {"keys_26_30": True, "frame_max_enforced": True,
-                                 "route_response_bit": True}},
+                                 "route_response_bit": True, "durable": True}},
         # RabbitMQ 3.10 (Debian bookworm): keys 1-25 only; what it lacks is UNIMPLEMENTED.
         # Observed on 3.10.8: it never checks an incoming frame against the tuned frame_max
         # (SPEC_NOTES.md; a 16 MiB Publish after agreeing 1 MiB is confirmed), and it answers
