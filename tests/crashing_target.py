@@ -1,6 +1,8 @@
 """A BlipMQ reference broker as its own process that dies (``os._exit``, as a crash does: no
 goodbye on any socket) when its Nth connection arrives, or hangs (stops answering, keeps
-accepting) with ``--hang``. ``python -m tests.crashing_target --crash-on N`` prints its port;
+accepting) with ``--hang``; or, still answering, starts a thread that spins for good at its
+Nth connection (``--spin-on N``), or keeps a descriptor open for every connection
+(``--leak-fds``). ``python -m tests.crashing_target --crash-on N`` prints its port;
 with ``--port P`` (as ``--target-command`` runs it) it listens there until it is killed."""
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ from wirecheck.reference_impl.core.server import ThreadedServer
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--crash-on", type=int, required=True, help="the connection that kills it")
+    parser.add_argument("--crash-on", type=int, default=0, help="the connection that kills it")
+    parser.add_argument("--spin-on", type=int, default=0, help="the connection that starts a spinning thread")
+    parser.add_argument("--leak-fds", action="store_true", help="a descriptor never closed per connection")
     parser.add_argument("--hang", action="store_true", help="stop answering instead of exiting")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--data-dir", default=None, help="the broker's WAL (crash recovery)")
@@ -25,9 +29,19 @@ def main() -> None:
     count = 0
     stuck = threading.Event()
 
+    leaked = []
+
+    def spin():
+        while True:
+            pass
+
     def counting():
         nonlocal count
         count += 1
+        if args.leak_fds:
+            leaked.append(open(os.devnull, "rb"))
+        if count == args.spin_on:
+            threading.Thread(target=spin, name="spinner", daemon=True).start()
         if count == args.crash_on:
             if args.hang:
                 stuck.set()

@@ -108,10 +108,18 @@ def test_planted_fault_is_found_and_reproduces(fault, kind, words, tmp_path):
         target.close()
     assert [f["kind"] for f in summary["findings"]] == [kind], summary
     found = summary["findings"][0]
-    assert words in found["signature"] and found["reproduced"] is True
+    # every one of the three replays gave the same signature back
+    assert found["reproduced"] == found["replays"] == 3, found
     assert summary["seconds"] < SEARCH_SECONDS
     meta = json.loads(Path(found["file"]).with_suffix(".json").read_text())
-    assert meta["protocol"] == "blipmq" and meta["reproduced"] is True
+    assert meta["protocol"] == "blipmq" and meta["reproduced"] == 3
+    if kind == VIOLATION:
+        assert words in found["signature"]
+    else:
+        # how it went down and the last frames sent; the words of its last output in the reason
+        died = "killed by SIGABRT" if kind == CRASH else "still running, no answer"   # it aborts
+        assert found["signature"].startswith(f"{kind}: {died}") and "; after " in found["signature"], found
+        assert words in meta["reason"], meta["reason"]
     assert bytes.fromhex("".join(meta["frames"])) == Path(found["file"]).read_bytes()
     assert meta["reproduce"].startswith(f"wirecheck replay {found['file']} --protocol blipmq")
     if fault == "crash":
@@ -161,6 +169,30 @@ def test_cli_live_json_summary(tmp_path):
     for key in ("execs", "exec_per_s", "corpus_size", "coverage", "findings"):
         assert key in summary, key
     assert summary["execs"] > 10 and summary["exec_per_s"] > 0 and summary["findings"] == []
+
+
+def test_cli_live_json_progress_lines(tmp_path, monkeypatch, capsys):
+    """--json: progress lines while it runs (every 10 s; 0.5 s here), the summary last."""
+    from wirecheck.conformance.cli import build_parser
+    from wirecheck.fuzz import command
+    monkeypatch.setattr(command, "PROGRESS_EVERY", 0.5)
+    args = build_parser().parse_args(["fuzz", "--protocol", "blipmq", "--serve", "--time", "3", "--json",
+                                      "--findings", str(tmp_path)])
+    assert command.main(args) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    progress, summary = lines[:-1], lines[-1]
+    assert len(progress) >= 2 and all(p["progress"] is True for p in progress)
+    assert [p["execs"] for p in progress] == sorted(p["execs"] for p in progress)
+    assert "progress" not in summary and summary["execs"] >= progress[-1]["execs"]
+
+
+def test_signature_of_a_death_is_how_and_after_what():
+    from wirecheck.fuzz.live import death_signature, frame_kinds
+    frames = [blip.encode(blip.Hello(1)), blip.encode(blip.Auth(2, "dev-key")), b"\x00\x00\x00\x02\xff"]
+    kinds = frame_kinds(BLIP, frames)
+    assert kinds == "AUTH, ?", kinds
+    assert death_signature(CRASH, "killed by SIGSEGV", kinds) == "crash: killed by SIGSEGV; after AUTH, ?"
+    assert death_signature(CRASH, "exit code 70", kinds) == death_signature(CRASH, "exit code 71", kinds)
 
 
 def test_cli_decoder_json_summary(tmp_path):

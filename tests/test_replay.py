@@ -528,3 +528,25 @@ def test_cli_replay_errors(tmp_path):
     assert r.returncode == 2 and "--protocol" in r.stderr
     r = _cli("replay", str(tmp_path / "c.pcap"), "--target", "127.0.0.1:1", "--protocol", "blipmq")
     assert r.returncode == 2 and "no blipmq connection" in r.stderr
+
+
+def test_replay_runs_the_target_itself_and_names_its_crash(tmp_path):
+    """`wirecheck replay --target-command`: the kit starts the target, replays, stops it; a
+    target that died during the replay is named with its exit status (exit 1), not left to
+    look like connections that were merely closed."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    capture = str(root / "captures" / "blipmq" / "client.pcap.gz")
+    healthy = subprocess.run([sys.executable, "-m", "wirecheck", "replay", capture, "--fast", "--target-command",
+                              f"{sys.executable} -m wirecheck serve --protocol blipmq --port {{port}}"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+    assert "2 equivalent" in healthy.stdout
+    crashing = subprocess.run([sys.executable, "-m", "wirecheck", "replay", capture, "--fast", "--target-command",
+                               f"{sys.executable} {root / 'tests' / 'crashing_target.py'} --crash-on 3 --port {{port}}"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert crashing.returncode == 1, crashing.stdout + crashing.stderr
+    assert "the target went down during the replay (exit code 70)" in crashing.stderr
+    missing = subprocess.run([sys.executable, "-m", "wirecheck", "replay", capture],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "give --target HOST:PORT, or --target-command CMD" in missing.stderr

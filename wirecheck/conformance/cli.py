@@ -304,12 +304,50 @@ def cmd_record(args) -> int:
 
 def cmd_replay(args) -> int:
     from wirecheck.conformance import replay
+    if not args.target and not args.target_command:
+        print("wirecheck replay: give --target HOST:PORT, or --target-command CMD", file=sys.stderr)
+        return EXIT_HARNESS
     try:
-        args.target = host_port_arg(args.target)
+        args.target = host_port_arg(args.target) if args.target else ("127.0.0.1", 0)
     except ValueError as exc:
         print(f"wirecheck replay: --target {exc}", file=sys.stderr)
         return EXIT_HARNESS
-    return replay.main(args)
+    if not args.target_command:
+        return replay.main(args)
+    return _replay_managed(args, replay)
+
+
+def _replay_managed(args, replay) -> int:
+    """``replay --target-command``: the kit starts the target, replays, and tells whether the
+    target was still running at the end (a replay that kills the target would otherwise show as
+    connections refused, with no word of the crash)."""
+    import shlex
+
+    from wirecheck.conformance.target_process import ManagedTarget
+    host, port = args.target[0], args.target[1]
+    managed = ManagedTarget(shlex.split(args.target_command), host=host, start_timeout=30.0)
+    if not any("{port}" in a for a in managed.argv):
+        if not port:
+            print("wirecheck replay: --target-command needs {port} (the kit picks a free port), or "
+                  "give --target HOST:PORT", file=sys.stderr)
+            return EXIT_HARNESS
+        managed.port = port
+    try:
+        managed.start()
+    except RuntimeError as exc:
+        managed.close()
+        print(f"wirecheck replay: --target-command: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
+    try:
+        args.target = (host, managed.port) + tuple(args.target[2:])
+        status = replay.main(args)
+        if managed.exited():
+            print(f"wirecheck replay: the target went down during the replay ({managed.exit_status()}); "
+                  f"its last output:\n{managed.output_tail(15)}", file=sys.stderr)
+            return max(status, EXIT_NONCONFORMANT) if status != EXIT_HARNESS else status
+        return status
+    finally:
+        managed.close()
 
 
 def cmd_fuzz(args) -> int:
@@ -551,7 +589,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("replay", help="replay the clients of a capture against a target and compare the answers")
     s.add_argument("pcap", metavar="PCAP", help="a pcap/pcapng capture, or a byte file (one client stream)")
-    s.add_argument("--target", required=True, help="HOST:PORT")
+    s.add_argument("--target", default=None, help="HOST:PORT")
+    s.add_argument("--target-command", default=None, metavar="CMD",
+                   help="start the target with CMD ({host}, {port}, {data_dir} filled in) for the replay, "
+                        "stop it after; a target that went down is reported (exit 1)")
     s.add_argument("--protocol", type=protocol_arg, default=None, help="default: from the capture's ports")
     s.add_argument("--port", type=int, action="append",
                    help="also replay TCP on this port of the capture (repeatable)")

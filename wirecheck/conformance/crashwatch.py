@@ -174,6 +174,10 @@ class CrashWatch:
         claim = self.claimed(generation)
         return NOT_JUDGED, claim["test"] if claim else "another test"
 
+    def pgid(self) -> int | None:
+        """The process group of the target the kit runs (None: not run by the kit, or down)."""
+        return self.state().get("pgid") if self.managed else None
+
     def saw_alive(self) -> None:
         """The target answered (the preflight, or a look after a test): from now on, not
         answering is going down. A target never seen answering is not watched: with
@@ -251,7 +255,12 @@ class Supervisor:
         self.gone: str | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="wirecheck-supervisor", daemon=True)
-        _write_json(os.path.join(folder, "state.json"), {"generation": 0, "ended": []})
+        _write_json(os.path.join(folder, "state.json"), {"generation": 0, "ended": [], "pgid": self._pgid()})
+
+    def _pgid(self) -> int | None:
+        """The target's process group (its first process's id: it runs in a session of its own)."""
+        proc = self.managed.proc
+        return proc.pid if proc is not None and proc.poll() is None else None
 
     def start(self) -> "Supervisor":
         self._thread.start()
@@ -286,7 +295,7 @@ class Supervisor:
                            "deliberate": killed_for is not None})
         if self.gone is None:
             self.generation += 1
-        state = {"generation": self.generation, "ended": self.ended}
+        state = {"generation": self.generation, "ended": self.ended, "pgid": self._pgid()}
         if self.gone:
             state["gone"] = self.gone
             if killed_for is not None:

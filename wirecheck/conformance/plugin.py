@@ -37,8 +37,8 @@ _HTML_KEY = pytest.StashKey[str]()
 # The lifecycle hooks (preflight, the target process, crashes) live in their own module;
 # pytest finds hooks among this plugin module's names.
 from wirecheck.conformance.plugin_lifecycle import (  # noqa: E402,F401
-    pytest_cmdline_main, pytest_configure_node, pytest_runtest_protocol, pytest_runtest_setup, pytest_unconfigure,
-    target_process)
+    pytest_cmdline_main, pytest_configure_node, pytest_runtest_protocol, pytest_runtest_setup, pytest_sessionfinish,
+    pytest_unconfigure, target_process)
 #: The run's slack over ``cases x timeout``: a minute, less 5 s kept for start-up, the report
 #: and the exit.
 RUN_SLACK = 55.0
@@ -450,6 +450,8 @@ class ResultCollector:
             "message": "", "transcript": "", "wire": [], "expected": None, "actual": None,
             "duration": 0.0})
         entry["duration"] += report.duration
+        if "target_rss_kb" in props:          # target_health.py: the target after this test
+            entry["target"] = {k[len("target_"):]: v for k, v in props.items() if k.startswith("target_")}
         if verdicts.rank(props["verdict"]) > verdicts.rank(entry["verdict"]):
             sections = dict(report.sections)
             entry["verdict"] = props["verdict"]
@@ -496,8 +498,42 @@ class ResultCollector:
                           "unimplemented_requirements": having(verdicts.UNIMPLEMENTED),
                           "waived_requirements": having(verdicts.WAIVED),
                           # the test during which the target went down, and how it was found
-                          "crashes": lifecycle.crashes(self.config)}
+                          "crashes": lifecycle.crashes(self.config),
+                          "target_health": self._health(proto)}
         return out
+
+    #: Tests listed as the top growers of the target's memory and descriptors.
+    TOP_GROWERS = 5
+
+    def _health(self, proto: str) -> dict:
+        """target_health.py, for the run: spinning threads, and the tests after which the
+        target's memory and open descriptors grew most."""
+        tests = [r for r in self.results.values() if r["protocol"] == proto and r.get("target")]
+
+        def top(key):
+            grown = sorted((r for r in tests if r["target"].get(key, 0) > 0),
+                           key=lambda r: -r["target"][key])[:self.TOP_GROWERS]
+            return [{"test": r["nodeid"], key: r["target"][key]} for r in grown]
+        last = max(tests, key=lambda r: r["target"].get("rss_kb", 0), default=None)
+        return {"spins": lifecycle.spins(self.config),
+                "rss_growers": top("rss_growth_kb"), "fd_growers": top("fd_growth"),
+                "peak_rss_kb": last["target"]["rss_kb"] if last else None,
+                "peak_fds": max((r["target"].get("fds", 0) for r in tests), default=None)}
+
+    def _blame_spins(self) -> None:
+        """A spin with one suspect test: that test is NON-STRICT ("busy while idle"). With
+        several (tests overlapping under xdist) the run's summary names them all and no test's
+        verdict changes: the kit does not guess."""
+        for spin in lifecycle.spins(self.config):
+            if len(spin["tests"]) != 1 or spin["tests"][0] not in self.results:
+                continue
+            entry = self.results[spin["tests"][0]]
+            if entry["verdict"] == verdicts.PASS:
+                # the spin is no violation of the requirements the test checks: they keep its verdict
+                entry["requirements_verdict"] = entry["verdict"]
+                entry["verdict"] = verdicts.NON_STRICT
+                entry["message"] = (f"NON-STRICT: target busy while idle after this test: thread "
+                                    f"{spin['thread']} at {spin['cpu']:.0%} of a core with no test running")
 
     def _waivers(self, spec) -> dict:
         from wirecheck.conformance.profiles import ProfileError, load_profile
@@ -526,6 +562,9 @@ class ResultCollector:
             for crash in s["crashes"]:
                 tr.write_line(f"  target down during {crash['test']}: {crash['reason'].splitlines()[0]}"
                               + ("" if crash.get("status") else "; the tests after it were not run"))
+            for spin in s["target_health"]["spins"]:
+                tr.write_line(f"  target busy while idle: thread {spin['thread']} at {spin['cpu']:.0%} of a core "
+                              f"with no test running, since {' or '.join(spin['tests']) or 'an unknown test'}")
             if s["failing_requirements"]:
                 tr.write_line(f"  not met: {', '.join(s['failing_requirements'])}")
             if s["unimplemented_requirements"]:
@@ -540,6 +579,9 @@ class ResultCollector:
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         if hasattr(self.config, "workerinput"):
             return
+        self._blame_spins()
+        if lifecycle.spins(self.config) and strict_mode(self.config) and int(exitstatus) == pytest.ExitCode.OK:
+            session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED      # NON-STRICT under --strict
         if int(exitstatus) == pytest.ExitCode.TESTS_FAILED and any(
                 r["verdict"] == verdicts.HARNESS_ERROR for r in self.results.values()):
             # The kit failed, not (only) the target: exit 2, as `wirecheck check` documents.

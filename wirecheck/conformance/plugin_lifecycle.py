@@ -23,6 +23,8 @@ _WATCH_KEY = pytest.StashKey[object]()
 _GENERATION_KEY = pytest.StashKey[int]()
 _MANAGED_KEY = pytest.StashKey[tuple]()          # (ManagedTarget, Supervisor | None)
 _PREFLIGHT_PASSED = pytest.StashKey[bool]()
+_HEALTH_KEY = pytest.StashKey[tuple]()           # (wall time, resources) at the test's start
+_SPINS_KEY = pytest.StashKey[object]()           # target_health.SpinWatch
 #: Default seconds a target started by the kit may take to accept connections.
 START_TIMEOUT = 30.0
 #: How many times a test is run while each run overlaps another test's crash (then it stays
@@ -111,6 +113,9 @@ def _start_target(config) -> str | None:
 
 
 def _stop_target(config) -> None:
+    spinwatch = config.stash.get(_SPINS_KEY, None)
+    if spinwatch is not None:
+        spinwatch.stop()
     managed, supervisor = config.stash.get(_MANAGED_KEY, (None, None))
     if supervisor is not None:
         supervisor.stop()
@@ -141,7 +146,13 @@ def start_watch(config, spec) -> None:
     if config.stash.get(_PREFLIGHT_PASSED, False):
         watch.saw_alive()
     if managed is not None:
+        import os
+
+        from wirecheck.conformance.target_health import SpinWatch
         config.stash[_MANAGED_KEY] = (managed, Supervisor(managed, watch.folder).start())
+        config.stash[_SPINS_KEY] = SpinWatch(
+            lambda: managed.proc.pid if managed.proc is not None and managed.proc.poll() is None else None,
+            watch.turn, os.path.join(watch.folder, "tests.jsonl"), os.path.join(watch.folder, "spins.json")).start()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -163,6 +174,12 @@ def pytest_runtest_setup(item) -> None:
     if why_not:
         pytest.skip(why_not)
     item.stash[_GENERATION_KEY] = generation
+    pgid = watch.pgid()
+    if pgid:
+        import time
+
+        from wirecheck.conformance.target_health import resources
+        item.stash[_HEALTH_KEY] = (time.time(), resources(pgid))
 
 
 def after_test(item, report) -> bool:
@@ -173,7 +190,9 @@ def after_test(item, report) -> bool:
     if watch is None or report.skipped or _GENERATION_KEY not in item.stash:
         return False
     from wirecheck.conformance.crashwatch import CRASH
+    _note_health(item, watch)
     seen = watch.after(item.nodeid, item.stash[_GENERATION_KEY])
+    _log_times(item, watch)           # after the look: its connection is this test's traffic too
     if seen is None:
         return False
     kind, text = seen
@@ -187,6 +206,55 @@ def after_test(item, report) -> bool:
                        f"Skipped: not judged: the target went down during {text}")
     report.wirecheck_not_judged = True
     return False
+
+
+def _note_health(item, watch) -> None:
+    """The target's memory and descriptors after the test, and their growth during it, as the
+    test's properties (target_health.py)."""
+    started = item.stash.get(_HEALTH_KEY, None)
+    pgid = watch.pgid()
+    if started is None or not pgid:
+        return
+    from wirecheck.conformance.target_health import resources
+    _began, before = started
+    after = resources(pgid)
+    if after is not None:
+        item.user_properties.append(("target_rss_kb", after["rss_kb"]))
+        item.user_properties.append(("target_fds", after["fds"]))
+        if before is not None and watch.pgid() == pgid:
+            item.user_properties.append(("target_rss_growth_kb", after["rss_kb"] - before["rss_kb"]))
+            item.user_properties.append(("target_fd_growth", after["fds"] - before["fds"]))
+
+
+def _log_times(item, watch) -> None:
+    """The test's start and end (wall clock), for the spin watch to name the test that set a
+    thread going."""
+    started = item.stash.get(_HEALTH_KEY, None)
+    if started is None:
+        return
+    import json
+    import os
+    import time
+    line = json.dumps({"test": item.nodeid, "start": started[0], "end": time.time()}) + "\n"
+    fd = os.open(os.path.join(watch.folder, "tests.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def spins(config) -> list[dict]:
+    """The spinning threads the run found (target_health.SpinWatch), after it finished."""
+    spinwatch = config.stash.get(_SPINS_KEY, None)
+    return list(spinwatch.spins) if spinwatch is not None else []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    """Before the results are written: the spin watch's last look, with no test running."""
+    spinwatch = session.config.stash.get(_SPINS_KEY, None)
+    if spinwatch is not None and not hasattr(session.config, "workerinput"):
+        spinwatch.finish()
 
 
 @pytest.hookimpl(tryfirst=True)

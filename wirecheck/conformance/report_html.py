@@ -238,10 +238,33 @@ def _protocol_section(run: Run, proto: str, several: bool) -> str:
         return (f"<section id='{anchor}' data-proto='{_e(proto)}'><h2>{title}</h2>"
                 + _loose_cases(proto, loose, anchor) + "</section>")
     return (f"<section id='{anchor}' data-proto='{_e(proto)}'><h2>{title}</h2>"
+            + _target_block(run.summary.get(proto, {})) +
             "<h3>Requirements</h3><table><tr><th>ID</th><th>level</th><th>section</th><th>requirement</th>"
             "<th>verdict</th><th>tests</th></tr>" + "".join(rows) + "</table>"
             "<h3>Cases</h3>" + "".join(details)
             + (_loose_cases(proto, loose, anchor) if loose else "") + "</section>")
+
+
+def _target_block(summary: dict) -> str:
+    """What happened to the target process (crashwatch.py, target_health.py): its crashes, a
+    thread that spun with no test running, the tests after which memory and descriptors grew
+    most. Empty when the kit did not run the target and it never went down."""
+    crashes = summary.get("crashes", [])
+    health = summary.get("target_health") or {}
+    spins = health.get("spins", [])
+    items = [f"<li><b>down</b> during {_e(c['test'])}: {_e(c['reason'].splitlines()[0])}"
+             + (f" ({_e(c['status'])})" if c.get("status") else "") + "</li>" for c in crashes]
+    items += [f"<li><b>busy while idle</b>: thread {_e(sp['thread'])} at {sp['cpu']:.0%} of a core with no "
+              f"test running, since {_e(' or '.join(sp['tests']) or 'an unknown test')}</li>" for sp in spins]
+    for key, what, unit in (("rss_growers", "resident memory", "KiB"), ("fd_growers", "open descriptors", "")):
+        grown = health.get(key) or []
+        if grown:
+            field = "rss_growth_kb" if key == "rss_growers" else "fd_growth"
+            items.append(f"<li>{what} grew most after: " + ", ".join(
+                f"{_e(g['test'])} (+{g[field]}{' ' + unit if unit else ''})" for g in grown) + "</li>")
+    if health.get("peak_rss_kb") is not None:
+        items.append(f"<li>peak: {health['peak_rss_kb']} KiB resident, {health.get('peak_fds')} descriptors</li>")
+    return f"<h3>Target</h3><ul>{''.join(items)}</ul>" if items else ""
 
 
 def _loose_cases(proto: str, tests: list[dict], anchor: str) -> str:

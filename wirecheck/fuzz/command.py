@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 import re
 import sys
 
@@ -41,14 +42,17 @@ def add_arguments(s: argparse.ArgumentParser, protocol_type) -> None:
     mode.add_argument("--target", metavar="HOST:PORT", help="network fuzzing of a running server")
     mode.add_argument("--serve", action="store_true",
                       help="network fuzzing of the reference broker, started (and restarted) by the kit")
-    mode.add_argument("--command", metavar="CMD",
+    mode.add_argument("--command", "--target-command", dest="command", metavar="CMD",
                       help="network fuzzing of a server the kit starts with CMD ({port} is replaced "
-                           "by a free port) and restarts after a crash")
+                           "by a free port) and restarts after a crash (--target-command: the same, "
+                           "named as in check and replay)")
     mode.add_argument("--all", action="store_true", help="a campaign: every target in the time budget")
     s.add_argument("--name", action="append", help="only this in-process target (repeatable; see fuzz/targets.py)")
     s.add_argument("--time", type=duration, default=None,
                    help="time budget (default 60 s; a campaign 10m)")
-    s.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    s.add_argument("--json", action="store_true",
+                   help="print the summary as one JSON line (network fuzzing: and a progress line, "
+                        "\"progress\": true, at least every 10 s)")
     s.add_argument("--findings", default=None, metavar="DIR", help="where findings go (default reports/fuzz/findings)")
     s.add_argument("--profile", default=None, help="network fuzzing: the profile the target speaks")
     s.add_argument("--seed", type=int, default=0, help="network fuzzing: seed of the mutations")
@@ -142,6 +146,29 @@ def combine(results: list[dict], protocol: str, kind: str) -> dict:
             "findings": [f for r in results for f in r["findings"]], "targets": results}
 
 
+#: Seconds between two progress lines of ``--json`` (a long run is never silent longer).
+PROGRESS_EVERY = 10.0
+
+
+def _json_progress(seconds: float):
+    """``--json``: a progress line (one JSON object, ``"progress": true``) at most every
+    :data:`PROGRESS_EVERY` s, after the case that crosses it; the summary line ends the run."""
+    last = [time.monotonic()]
+    started = last[0]
+
+    def show(fuzzer) -> None:
+        now = time.monotonic()
+        if now - last[0] < PROGRESS_EVERY:
+            return
+        last[0] = now
+        print(json.dumps({"progress": True, "protocol": fuzzer.spec.id, "seconds": round(now - started, 1),
+                          "of_seconds": seconds, "execs": fuzzer.execs, "coverage": len(fuzzer.shapes),
+                          "findings": len(fuzzer.findings),
+                          "restarts": fuzzer.managed.restarts if fuzzer.managed is not None else 0}),
+              flush=True)
+    return show
+
+
 def _live(args, spec, seconds: float) -> int:
     from pathlib import Path
 
@@ -171,7 +198,7 @@ def _live(args, spec, seconds: float) -> int:
                   f"any fuzzing ({first.status}: {first.detail})", file=sys.stderr)
             return EXIT_HARNESS
         fuzzer = LiveFuzzer(spec, host, port, options, managed)
-        summary = fuzzer.run(seconds)
+        summary = fuzzer.run(seconds, progress=_json_progress(seconds) if args.json else None)
     except RuntimeError as exc:
         print(f"wirecheck fuzz: {exc}", file=sys.stderr)
         return EXIT_HARNESS

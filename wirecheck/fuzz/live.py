@@ -12,10 +12,12 @@ Each case is a recorded client session (fuzz/live_seeds.py) with one structure-a
    answer, or the probe's connection closed without one, is a **violation**.
 
 A finding is checked before it is saved: the target is restarted (when the kit started it)
-and the case sent again as ``wirecheck replay`` will send it (in the same writes);
-``reproduced`` says whether the same finding came back. A reproduced crash is minimized frame by frame (a frame
-that is not needed is dropped). Each finding is saved once per signature (kind plus the
-target's last exception line, exit status or decode error, numbers masked) as
+and the case sent again as ``wirecheck replay`` will send it (in the same writes), three
+times; ``reproduced`` says how many of the three gave the same finding back. A reproduced crash
+is minimized frame by frame (a frame that is not needed is dropped). Each finding is saved once
+per signature: for a crash or hang, how the target went down (exit status or signal, refused,
+no answer) and the types of the last frames sent, never the text of a stack trace (which
+changes between runs); for a violation, the decode error with numbers masked. Saved as
 ``<findings>/<kind>-<signature hash>.bin`` (the exact bytes) with a ``.json`` beside it (what
 was changed, answers, the process's last output, the command that reproduces it).
 
@@ -48,6 +50,10 @@ MAX_ANSWER_BYTES = 4 * 1024 * 1024
 MAX_CORPUS = 4000
 #: Attempts (each a restart and a resend) spent minimizing one crash.
 MINIMIZE_ATTEMPTS = 24
+#: Replays of a finding before it is reported (``reproduced`` counts the ones that gave it back).
+REPLAYS = 3
+#: Frames of a crash's session named in its signature (the last ones sent).
+LAST_FRAMES = 2
 
 
 # --- one case ----------------------------------------------------------------------------
@@ -59,6 +65,7 @@ class Outcome:
     violation: str = ""                           # the decode error of the answers, if any
     probe: liveness.ProbeResult | None = None
     send_error: str = ""
+    died: str = ""                                # crash or hang: how the target went down
 
     def shape(self, spec) -> tuple:
         """What the answers looked like, for novelty: frame types and codes, the ending."""
@@ -139,6 +146,28 @@ def signature(kind: str, detail: str) -> str:
     return f"{kind}: {_NUMBERS.sub('N', detail.strip())[:200]}"
 
 
+def frame_kinds(spec, frames, profile: str | None = None, last: int = LAST_FRAMES) -> str:
+    """The types of the last ``last`` frames sent ("PUBLISH, PING"), "?" for one that does not
+    decode (the mutated frame often does not): what a signature says about the traffic."""
+    names = []
+    for frame in list(frames)[-last:]:
+        try:
+            decoded = spec.make_decoder(origin="client", profile=profile).feed(frame)
+            d = spec.frame_to_dict(decoded[0]) if decoded else {}
+            names.append(str(d.get("type", type(decoded[0]).__name__)) if decoded else "?")
+        except Exception:                    # a mutated frame: any decoder error means "?"
+            names.append("?")
+    return ", ".join(names)
+
+
+def death_signature(kind: str, died: str, frames_sent: str) -> str:
+    """A crash's or hang's signature: how the target went down (exit status or signal,
+    refused, no answer) and the types of the last frames sent. Not the text of a stack trace,
+    which changes from run to run (addresses, thread names, timings), so replays of one
+    finding keep one signature."""
+    return f"{kind}: {_NUMBERS.sub('N', died)}; after {frames_sent}"
+
+
 def crash_detail(tail: str, status: str) -> str:
     """The line that names a crash: the last exception line of a traceback, else the status."""
     for line in reversed(tail.splitlines()):
@@ -158,7 +187,7 @@ class Finding:
     writes: list[int]
     answers: list = field(default_factory=list)
     output: str = ""
-    reproduced: bool | None = None
+    reproduced: int | None = None       # of REPLAYS replays, how many gave the finding back
     minimized_from: int | None = None
     count: int = 1
     file: str = ""
@@ -228,8 +257,8 @@ class LiveFuzzer:
             if kind:
                 if not self.found(kind, reason, outcome, frames, changed, how, writes) or stop_on_finding:
                     break
-            if progress is not None and self.execs % 25 == 0:
-                progress(self)
+            if progress is not None:
+                progress(self)                 # after every case: the caller decides how often to show it
         if progress is not None:
             progress(self)
         return self.summary(started, time.monotonic() - t0)
@@ -241,13 +270,18 @@ class LiveFuzzer:
         return outcome
 
     def judge(self, outcome: Outcome) -> tuple[str, str]:
+        """(kind, reason) of a case's outcome; ``outcome.died`` is set for a crash or hang (how
+        the target went down, for the signature)."""
         probe = outcome.probe
         if self.managed is not None and self.managed.exited():
             status = self.managed.exit_status()
+            outcome.died = status
             return CRASH, crash_detail(self.managed.output_tail(), status) + f" ({status})"
         if probe.status == liveness.REFUSED or outcome.ended == "refused":
+            outcome.died = "refuses connections"
             return CRASH, probe.detail or outcome.send_error
         if probe.status == liveness.SILENT:
+            outcome.died = ("still running, no answer" if self.managed is not None else "no answer")
             return HANG, probe.detail
         if outcome.violation:
             return VIOLATION, f"undecodable answer: {outcome.violation}"
@@ -260,7 +294,7 @@ class LiveFuzzer:
     def found(self, kind: str, reason: str, outcome: Outcome, frames: list[bytes], changed: int,
               how: str, writes: list[int]) -> bool:
         """Record a finding; False when the run cannot go on (an external target is down)."""
-        sig = signature(kind, reason)
+        sig = self._signature(kind, reason, outcome, frames)
         output = self.managed.output_tail() if self.managed is not None else ""
         if sig in self.findings:
             self.findings[sig].count += 1
@@ -270,7 +304,7 @@ class LiveFuzzer:
         if not self.recover(kind):
             self.save(finding)
             return False
-        finding.reproduced = self.reproduces(finding, finding.frames)
+        finding.reproduced = sum(self.reproduces(finding, finding.frames) for _ in range(REPLAYS))
         if finding.reproduced and kind == CRASH and self.managed is not None:
             self.minimize(finding)
         self.save(finding)
@@ -301,10 +335,16 @@ class LiveFuzzer:
         writes = finding.writes if sum(finding.writes) == len(data) else [len(data)]
         outcome = self.execute(data, writes)
         kind, reason = self.judge(outcome)
-        same = kind == finding.kind and signature(kind, reason) == finding.signature
+        # the signature of what was first sent: a minimized session names other last frames
+        same = kind == finding.kind and self._signature(kind, reason, outcome, finding.frames) == finding.signature
         if kind:
             self.recover(kind)
         return same
+
+    def _signature(self, kind: str, reason: str, outcome: Outcome, frames) -> str:
+        if kind in (CRASH, HANG):
+            return death_signature(kind, outcome.died, frame_kinds(self.spec, frames, self.options.profile))
+        return signature(kind, reason)
 
     def minimize(self, finding: Finding) -> None:
         """Drop frames the crash does not need, last to first (bounded attempts)."""
@@ -336,7 +376,8 @@ class LiveFuzzer:
             "found": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "after_cases": self.execs,
             "mutation": finding.how, "changed_frame": finding.changed,
             "frames": [f.hex() for f in finding.frames], "writes": finding.writes,
-            "reproduced": finding.reproduced, "minimized_from_frames": finding.minimized_from,
+            "reproduced": finding.reproduced, "replays": REPLAYS,
+            "minimized_from_frames": finding.minimized_from,
             "answers": [repr(a)[:300] for a in finding.answers],
             "target_output": finding.output,
             "reproduce": self.reproduce_command(path),
@@ -359,7 +400,8 @@ class LiveFuzzer:
             "restarts": self.managed.restarts if self.managed is not None else 0,
             "stopped": self.stopped,
             "findings": [{"kind": f.kind, "signature": f.signature, "count": f.count, "file": f.file,
-                          "reproduced": f.reproduced, "frames": len(f.frames), "bytes": len(f.data),
+                          "reproduced": f.reproduced, "replays": REPLAYS,
+                          "frames": len(f.frames), "bytes": len(f.data),
                           "reproduce": self.reproduce_command(f.file)}
                          for f in self.findings.values()],
         }
