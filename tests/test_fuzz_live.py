@@ -284,3 +284,34 @@ def test_inprocess_finding_signatures():
     kit = text.replace("harness_transport.py", "../reference_impl/signalr/codec.py").replace("_same", "feed")
     assert finding_signature("crash", kit, "t")[0] == "crash in t: AssertionError at codec.py:feed"
     assert finding_signature("timeout", text, "t") == ("timeout in t", "")
+
+
+def test_planted_crash_over_websocket_is_found_and_reproduces(tmp_path):
+    """SignalR over negotiate + WebSocket (fuzz/live_ws.py): a hub that aborts on a protocol
+    error is found, replayed three times with one signature; the reference hub over the same
+    transport survives a short run."""
+    target = ManagedTarget([sys.executable, str(ROOT / "tests" / "signalr_ws_crash.py"), "{port}"])
+    target.start()
+    spec = registry.get("signalr")
+    try:
+        fuzzer = LiveFuzzer(spec, target.host, target.port,
+                            LiveOptions(timeout=1.0, seed=2, findings=tmp_path,
+                                        url=f"http://127.0.0.1:{target.port}/hub"), managed=target)
+        assert fuzzer.alive()
+        summary = fuzzer.run(SEARCH_SECONDS, stop_on_finding=True)
+    finally:
+        target.close()
+    assert [f["kind"] for f in summary["findings"]] == [CRASH], summary
+    found = summary["findings"][0]
+    assert found["signature"].startswith("crash: killed by SIGABRT; after "), found
+    assert found["reproduced"] == 3 and summary["target"].endswith("/hub")
+    healthy = ManagedTarget.reference("signalr", websocket=True)
+    healthy.start()
+    try:
+        fuzzer = LiveFuzzer(spec, healthy.host, healthy.port,
+                            LiveOptions(seed=3, findings=tmp_path, url=f"http://127.0.0.1:{healthy.port}/hub"),
+                            managed=healthy)
+        summary = fuzzer.run(60, max_cases=100)
+    finally:
+        healthy.close()
+    assert summary["execs"] == 100 and summary["findings"] == [], summary["findings"]

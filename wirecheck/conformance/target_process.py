@@ -41,13 +41,16 @@ class ManagedTarget:
         self.restarts = 0
 
     @classmethod
-    def reference(cls, protocol: str, profile: str | None = None) -> "ManagedTarget":
-        """The kit's own reference broker of ``protocol`` (``wirecheck serve``); SignalR's raw
-        TCP transport, which is what the network fuzzer speaks."""
+    def reference(cls, protocol: str, profile: str | None = None, websocket: bool = False) -> "ManagedTarget":
+        """The kit's own reference broker of ``protocol`` (``wirecheck serve``): for SignalR its
+        raw TCP transport, or (``websocket``) its HTTP port, where the hub is ``/hub``."""
         argv = [sys.executable, "-m", "wirecheck", "serve", "--protocol", protocol, "--port", "0"]
         if profile:
             argv += ["--profile", profile]
-        pattern = r"raw TCP on [\d.]+:(\d+)" if protocol == "signalr" else r"listening on [\d.]+:(\d+)"
+        if protocol == "signalr":
+            pattern = r"serving http://[\d.]+:(\d+)/hub" if websocket else r"raw TCP on [\d.]+:(\d+)"
+        else:
+            pattern = r"listening on [\d.]+:(\d+)"
         return cls(argv, pattern)
 
     @classmethod

@@ -39,7 +39,8 @@ def add_arguments(s: argparse.ArgumentParser, protocol_type) -> None:
     mode.add_argument("--nested", action="store_true",
                       help="its nested decoders (payloads, chunks, handshakes, compression), in process")
     mode.add_argument("--session", action="store_true", help="its whole server session, in process")
-    mode.add_argument("--target", metavar="HOST:PORT", help="network fuzzing of a running server")
+    mode.add_argument("--target", metavar="HOST:PORT|URL",
+                      help="network fuzzing of a running server (an http:// hub URL: over negotiate + WebSocket)")
     mode.add_argument("--serve", action="store_true",
                       help="network fuzzing of the reference broker, started (and restarted) by the kit")
     mode.add_argument("--command", "--target-command", dest="command", metavar="CMD",
@@ -60,6 +61,11 @@ def add_arguments(s: argparse.ArgumentParser, protocol_type) -> None:
                    help="network fuzzing: seconds to wait for the liveness probe's answer (a hang)")
     s.add_argument("--quiet", type=float, default=0.02,
                    help="network fuzzing: a case's answers end after this long without a byte")
+    s.add_argument("--websocket", action="store_true",
+                   help="network fuzzing of SignalR with --serve: over the reference hub's HTTP + WebSocket")
+    s.add_argument("--url", default=None,
+                   help="network fuzzing with --command: fuzz over negotiate + WebSocket at this hub URL "
+                        "({host} and {port} are filled in), e.g. http://{host}:{port}/hub")
     s.add_argument("--restart-wait", type=float, default=0.0,
                    help="network fuzzing of --target: after a crash, wait this long for it to come back")
     s.add_argument("--seeds", action="append", default=[], metavar="PATH",
@@ -179,7 +185,11 @@ def _live(args, spec, seconds: float) -> int:
         options.findings = Path(args.findings)
     managed = None
     try:
-        if args.target:
+        if args.target and args.target.startswith(("http://", "ws://")):
+            from urllib.parse import urlsplit
+            parts = urlsplit(args.target)
+            host, port, options.url = parts.hostname or "127.0.0.1", parts.port or 80, args.target
+        elif args.target:
             from wirecheck.conformance.cli_support import host_port_arg
             try:
                 host, port = host_port_arg(args.target)
@@ -187,17 +197,20 @@ def _live(args, spec, seconds: float) -> int:
                 print(f"wirecheck fuzz: --target {exc}", file=sys.stderr)
                 return EXIT_HARNESS
         else:
-            managed = (ManagedTarget.reference(spec.id, args.profile) if args.serve
+            managed = (ManagedTarget.reference(spec.id, args.profile, websocket=args.websocket) if args.serve
                        else ManagedTarget.command(args.command))
             managed.start()
             host, port = managed.host, managed.port
-        from wirecheck.conformance import liveness
-        first = liveness.probe(spec, host, port, args.profile, args.timeout)
-        if not first.ok:
-            print(f"wirecheck fuzz: the target {host}:{port} does not answer the liveness probe before "
-                  f"any fuzzing ({first.status}: {first.detail})", file=sys.stderr)
-            return EXIT_HARNESS
+            if args.serve and args.websocket:
+                options.url = f"http://{host}:{port}/hub"
+            elif args.url:
+                options.url = args.url.replace("{host}", host).replace("{port}", str(port))
         fuzzer = LiveFuzzer(spec, host, port, options, managed)
+        if not fuzzer.alive():
+            where = options.url or f"{host}:{port}"
+            print(f"wirecheck fuzz: the target {where} does not answer the liveness probe before any "
+                  f"fuzzing", file=sys.stderr)
+            return EXIT_HARNESS
         summary = fuzzer.run(seconds, progress=_json_progress(seconds) if args.json else None)
     except RuntimeError as exc:
         print(f"wirecheck fuzz: {exc}", file=sys.stderr)

@@ -208,6 +208,7 @@ class LiveOptions:
     profile: str | None = None
     restart_wait: float = 0.0    # external target: how long to wait for it to come back
     extra_seeds: tuple[str, ...] = ()
+    url: str | None = None       # fuzz over negotiate + WebSocket at this URL (fuzz/live_ws.py)
 
 
 class LiveFuzzer:
@@ -265,9 +266,23 @@ class LiveFuzzer:
 
     def execute(self, data: bytes, writes: list[int]) -> Outcome:
         o = self.options
+        if o.url:
+            from wirecheck.fuzz import live_ws
+            outcome = live_ws.send_and_read(self.spec, o.url, data, writes, o.profile, o.quiet, o.timeout,
+                                            MAX_ANSWER_BYTES)
+            outcome.probe = live_ws.settled_probe(self.spec, o.url, o.profile, o.timeout)
+            return outcome
         outcome = send_and_read(self.spec, self.host, self.port, data, writes, o.profile, o.quiet, o.timeout)
         outcome.probe = liveness.settled_probe(self.spec, self.host, self.port, o.profile, o.timeout)
         return outcome
+
+    def alive(self) -> bool:
+        """The target answers the liveness probe (over WebSocket for a URL target)."""
+        o = self.options
+        if o.url:
+            from wirecheck.fuzz import live_ws
+            return live_ws.probe(self.spec, o.url, o.profile, o.timeout).ok
+        return liveness.probe(self.spec, self.host, self.port, o.profile, o.timeout).ok
 
     def judge(self, outcome: Outcome) -> tuple[str, str]:
         """(kind, reason) of a case's outcome; ``outcome.died`` is set for a crash or hang (how
@@ -321,7 +336,7 @@ class LiveFuzzer:
             return True
         deadline = time.monotonic() + self.options.restart_wait
         while time.monotonic() < deadline:
-            if liveness.probe(self.spec, self.host, self.port, self.options.profile, self.options.timeout).ok:
+            if self.alive():
                 return True
             time.sleep(0.5)
         self.stopped = f"the target is down after a {kind} and was not restarted"
@@ -372,7 +387,7 @@ class LiveFuzzer:
         meta = {
             "protocol": self.spec.id, "profile": self.options.profile, "kind": finding.kind,
             "signature": finding.signature, "reason": finding.reason,
-            "target": f"{self.host}:{self.port}",
+            "target": self.options.url or f"{self.host}:{self.port}",
             "found": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "after_cases": self.execs,
             "mutation": finding.how, "changed_frame": finding.changed,
             "frames": [f.hex() for f in finding.frames], "writes": finding.writes,
@@ -389,12 +404,14 @@ class LiveFuzzer:
         address is left for the user there, else it is the target's."""
         profile = f" --profile {self.options.profile}" if self.options.profile else ""
         address = "HOST:PORT" if self.managed is not None else f"{self.host}:{self.port}"
+        if self.options.url:                 # replay speaks raw TCP: the server's raw transport, if any
+            address = "HOST:RAW-TCP-PORT"
         return f"wirecheck replay {path} --protocol {self.spec.id}{profile} --target {address}"
 
     def summary(self, started: float, elapsed: float) -> dict:
         return {
             "mode": "live", "protocol": self.spec.id, "profile": self.options.profile,
-            "target": f"{self.host}:{self.port}", "started": started, "seconds": round(elapsed, 3),
+            "target": self.options.url or f"{self.host}:{self.port}", "started": started, "seconds": round(elapsed, 3),
             "execs": self.execs, "exec_per_s": round(self.execs / elapsed, 1) if elapsed > 0 else 0.0,
             "seeds": len(self.seeds), "corpus_size": len(self.corpus), "coverage": len(self.shapes),
             "restarts": self.managed.restarts if self.managed is not None else 0,
