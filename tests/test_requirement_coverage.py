@@ -53,3 +53,16 @@ def test_every_requirement_has_a_test_or_a_reason(spec):
     assert not missing, f"requirements with neither a test nor an untestable reason: {missing}"
     contradictory = [i for i, r in cat.items() if i in tested and r.untestable]
     assert not contradictory, f"marked untestable but tested: {contradictory}"
+
+
+@pytest.mark.parametrize("spec", registry.all_protocols(), ids=lambda s: s.id)
+def test_every_profile_feature_is_consulted_by_the_suite(spec):
+    """A [features] entry is a setting the kit reads (profiles.known_settings): one that no
+    test of the suite consults would be accepted and change nothing."""
+    from pathlib import Path
+
+    from wirecheck.conformance.profiles import known_settings
+    suite = Path(importlib.import_module(spec.suite).__file__).parent
+    source = "\n".join(p.read_text() for p in suite.glob("*.py"))
+    unread = [f for f in sorted(known_settings(spec)["features"]) if f'"{f}"' not in source]
+    assert not unread, f"{spec.id}: features no test consults: {unread}"
