@@ -24,7 +24,7 @@ def _run(tmp_path, target_options: str, *extra: str):
 
 
 def test_a_spinning_thread_is_found_and_blamed_on_its_test(tmp_path):
-    got, doc = _run(tmp_path, "--spin-on 20")
+    got, doc = _run(tmp_path, "--spin-on 40")
     assert got.returncode == 0, got.stdout[-3000:]          # NON-STRICT: not a failure by default
     summary = doc["summary"]["blipmq"]
     (spin,) = summary["target_health"]["spins"]
@@ -44,7 +44,7 @@ def test_a_spinning_thread_is_found_and_blamed_on_its_test(tmp_path):
 
 
 def test_a_spin_fails_the_run_under_strict(tmp_path):
-    got, doc = _run(tmp_path, "--spin-on 20", "--strict", "-k", "auth")
+    got, doc = _run(tmp_path, "--spin-on 40", "--strict")
     spins = doc["summary"]["blipmq"]["target_health"]["spins"]
     assert spins and got.returncode == 1, got.stdout[-3000:]
 

@@ -28,8 +28,10 @@ again on the same data directory; not a crash, so it is never counted as one).
 A test that kills the target must run alone: the tests of other xdist workers would see the
 target vanish under them. So with ``--target-command`` every suite test holds ``run.lock``
 shared, and a killing test holds it exclusively (:meth:`CrashWatch.turn`); ``gate.lock`` in
-front of it keeps new tests from starting while a killing test waits for the running ones to
-finish (otherwise two workers' tests, overlapping, could keep it out for good).
+front of it, and an ``exclusive-*`` request file that new tests wait on (flock is not fair),
+keep new tests from starting while a killing test waits for the running ones to finish. The
+spin watch (target_health.py) takes the same exclusive turn to look at the target with no test
+running.
 """
 from __future__ import annotations
 
@@ -223,21 +225,35 @@ class CrashWatch:
     @contextlib.contextmanager
     def turn(self, exclusive: bool):
         """Hold the run's lock for one test: shared for a test that leaves the target up,
-        exclusive for one that kills it (see the module's docstring)."""
-        with open(os.path.join(self.folder, "gate.lock"), "a") as gate, \
-                open(os.path.join(self.folder, "run.lock"), "a") as run:
-            fcntl.flock(gate, fcntl.LOCK_EX)
-            try:
-                fcntl.flock(run, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            finally:
-                if not exclusive:
-                    fcntl.flock(gate, fcntl.LOCK_UN)
-            try:
-                yield
-            finally:
-                fcntl.flock(run, fcntl.LOCK_UN)
-                if exclusive:
-                    fcntl.flock(gate, fcntl.LOCK_UN)
+        exclusive for one that kills it, or for the spin watch's look with nothing running
+        (see the module's docstring). flock is not fair: a process that takes the lock again at
+        once (the next test) can keep a waiting one out for good, so an exclusive taker first
+        leaves a request file, and shared takers wait while one is there."""
+        request = None
+        if exclusive:
+            request = os.path.join(self.folder, f"exclusive-{os.getpid()}-{threading.get_ident()}")
+            open(request, "w").close()
+        else:
+            while any(name.startswith("exclusive-") for name in os.listdir(self.folder)):
+                time.sleep(POLL)
+        try:
+            with open(os.path.join(self.folder, "gate.lock"), "a") as gate, \
+                    open(os.path.join(self.folder, "run.lock"), "a") as run:
+                fcntl.flock(gate, fcntl.LOCK_EX)
+                try:
+                    fcntl.flock(run, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+                finally:
+                    if not exclusive:
+                        fcntl.flock(gate, fcntl.LOCK_UN)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(run, fcntl.LOCK_UN)
+                    if exclusive:
+                        fcntl.flock(gate, fcntl.LOCK_UN)
+        finally:
+            if request is not None:
+                os.unlink(request)
 
     def close(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)

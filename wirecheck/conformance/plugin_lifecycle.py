@@ -152,7 +152,8 @@ def start_watch(config, spec) -> None:
         config.stash[_MANAGED_KEY] = (managed, Supervisor(managed, watch.folder).start())
         config.stash[_SPINS_KEY] = SpinWatch(
             lambda: managed.proc.pid if managed.proc is not None and managed.proc.poll() is None else None,
-            watch.turn, os.path.join(watch.folder, "tests.jsonl"), os.path.join(watch.folder, "spins.json")).start()
+            watch.turn, os.path.join(watch.folder, "tests.jsonl"), os.path.join(watch.folder, "spins.json"),
+            ready_at=lambda: managed.ready_at).start()
 
 
 @pytest.hookimpl(optionalhook=True)

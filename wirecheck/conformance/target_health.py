@@ -39,6 +39,10 @@ SUSPECT, STREAK = 0.6, 2.0
 IDLE, SPIN = 2.0, 0.5
 #: Idle checks per run at most (each one holds the tests up for about IDLE seconds).
 MAX_CHECKS = 20
+#: Seconds after the target (re)started and accepted connections during which no thread is a
+#: suspect: a server finishing its start-up (RabbitMQ recovering its streams, a JVM warming up)
+#: is busy with nothing to do from outside.
+START_GRACE = 3.0
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -108,12 +112,15 @@ def cores(before: dict, after: dict, seconds: float) -> dict[str, tuple[str, flo
 class SpinWatch:
     """In the process that runs the target: finds threads that spin while no test runs.
 
-    ``pgid`` is read through ``current_pgid`` (the target is restarted after a crash);
+    ``pgid`` is read through ``current_pgid`` (the target is restarted after a crash), the time
+    it last became ready through ``ready_at``;
     ``turn`` is the run's lock (crashwatch.CrashWatch.turn); ``tests_file`` is where the
     tests' start and end times are appended (one JSON object per line)."""
 
-    def __init__(self, current_pgid, turn, tests_file: str, out_file: str) -> None:
+    def __init__(self, current_pgid, turn, tests_file: str, out_file: str, ready_at=lambda: 0.0) -> None:
         self.current_pgid = current_pgid
+        #: wall time the target last started accepting connections (None: not yet)
+        self.ready_at = ready_at
         self.turn = turn
         self.tests_file = tests_file
         self.out_file = out_file
@@ -146,6 +153,7 @@ class SpinWatch:
         shares an interpreter lock with busy ones dips now and then)."""
         now = time.monotonic()
         suspects = []
+        young = self._young()
         for key, (name, ticks, started) in thread_ticks(pgid).items():
             self._started[key] = started
             history = self._history.setdefault(key, collections.deque())
@@ -153,7 +161,7 @@ class SpinWatch:
             while len(history) > 1 and now - history[1][0] >= STREAK:
                 history.popleft()
             first_t, first_ticks, _wall = history[0]
-            if key not in self._reported and now - first_t >= STREAK \
+            if not young and key not in self._reported and now - first_t >= STREAK \
                     and (ticks - first_ticks) / _TICK / (now - first_t) >= SUSPECT:
                 suspects.append(key)
         return suspects
@@ -194,7 +202,7 @@ class SpinWatch:
         self._stop.set()
         self._thread.join(timeout=IDLE + 10)
         pgid = self.current_pgid()
-        if not pgid or self._checks >= MAX_CHECKS:
+        if not pgid or self._checks >= MAX_CHECKS or self._young():
             return
         high = [k for k, h in self._history.items() if k not in self._reported and len(h) > 1
                 and (h[-1][1] - h[0][1]) / _TICK / max(h[-1][0] - h[0][0], 1e-9) >= SUSPECT]
@@ -210,6 +218,11 @@ class SpinWatch:
                 self.spins.append({"thread": f"{name} ({key})", "cpu": round(share, 2),
                                    "since": began[0], "tests": self._tests_in(*began)})
         self._save()
+
+    def _young(self) -> bool:
+        """The target started accepting connections less than :data:`START_GRACE` s ago."""
+        ready = self.ready_at()
+        return ready is None or time.time() - ready < START_GRACE
 
     def _tests_in(self, first: float, last: float) -> list[str]:
         """The tests that ran at some moment between ``first`` and ``last``: the traffic that

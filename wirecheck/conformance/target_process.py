@@ -39,6 +39,8 @@ class ManagedTarget:
         self.proc: subprocess.Popen | None = None
         self.log = tempfile.NamedTemporaryFile(prefix="wirecheck-target-", suffix=".log", delete=False)
         self.restarts = 0
+        #: wall time the current process started accepting connections (None while starting)
+        self.ready_at: float | None = None
 
     @classmethod
     def reference(cls, protocol: str, profile: str | None = None, websocket: bool = False) -> "ManagedTarget":
@@ -58,6 +60,7 @@ class ManagedTarget:
         return cls(shlex.split(command))
 
     def start(self) -> None:
+        self.ready_at = None
         argv, fixed = self.argv, None
         if any("{port}" in a for a in argv):
             fixed = self.port or free_port(self.host)          # a restart keeps the port
@@ -83,6 +86,7 @@ class ManagedTarget:
                 try:
                     socket.create_connection((self.host, port), timeout=1.0).close()
                     self.port = port
+                    self.ready_at = time.time()
                     return
                 except OSError:
                     pass
