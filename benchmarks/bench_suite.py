@@ -50,7 +50,9 @@ def run_suite(protocol: str, mode: str) -> dict:
             raise RuntimeError(f"{protocol} suite ({mode}) exited {proc.returncode}:\n"
                                f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
         doc = json.loads(report.read_text(encoding="utf-8"))
-    verdicts = {t["verdict"] for t in doc["tests"]}
+    from wirecheck.conformance.verdicts import needs_target_command
+    # the crash-recovery tests are SKIPPED against the embedded broker (the kit does not run it)
+    verdicts = {t["verdict"] for t in doc["tests"] if not needs_target_command(t)}
     if verdicts - {"PASS", "INFORMATIONAL", "UNIMPLEMENTED"}:
         raise RuntimeError(f"{protocol} suite ({mode}): verdicts {sorted(verdicts)} against the "
                            "reference broker")

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from wirecheck.conformance.verdicts import needs_target_command
+
 from .rabbitmq_real import INSTALL_HINT, RealRabbitMQ, available
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,7 +40,8 @@ def test_suite_passes_against_real_rabbitmq_310(rabbitmq, tmp_path):
     bad = [(t["nodeid"], t["verdict"], t["message"]) for t in tests
            if t["verdict"] in ("FAIL", "TIMEOUT", "HARNESS-ERROR")]
     assert not bad, bad
-    verdicts = {t["verdict"] for t in tests}
+    # the crash-recovery tests need the kit to run the server: test_crash_recovery_against_real_rabbitmq_310
+    verdicts = {t["verdict"] for t in tests if not needs_target_command(t)}
     assert verdicts <= {"PASS", "UNIMPLEMENTED", "WAIVED"}, verdicts
     # The profile's gaps stay gaps, not silent passes: keys 26-30 are UNIMPLEMENTED.
     passed = sum(t["verdict"] == "PASS" for t in tests)

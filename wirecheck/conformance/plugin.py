@@ -515,7 +515,7 @@ class ResultCollector:
                            key=lambda r: -r["target"][key])[:self.TOP_GROWERS]
             return [{"test": r["nodeid"], key: r["target"][key]} for r in grown]
         last = max(tests, key=lambda r: r["target"].get("rss_kb", 0), default=None)
-        return {"spins": lifecycle.spins(self.config),
+        return {"spins": lifecycle.spins(self.config), "idle_checks": lifecycle.idle_checks(self.config),
                 "rss_growers": top("rss_growth_kb"), "fd_growers": top("fd_growth"),
                 "peak_rss_kb": last["target"]["rss_kb"] if last else None,
                 "peak_fds": max((r["target"].get("fds", 0) for r in tests), default=None)}

@@ -250,6 +250,14 @@ def spins(config) -> list[dict]:
     return list(spinwatch.spins) if spinwatch is not None else []
 
 
+def idle_checks(config) -> dict | None:
+    """How often the spin watch paused the tests to look at the target, and for how long."""
+    spinwatch = config.stash.get(_SPINS_KEY, None)
+    if spinwatch is None:
+        return None
+    return {"checks": spinwatch._checks, "paused_seconds": round(spinwatch.paused, 1)}
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session):
     """Before the results are written: the spin watch's last look, with no test running."""
@@ -309,8 +317,8 @@ def target_process(request):
     (``--target-command``): only then can it kill and restart it."""
     watch = request.config.stash.get(_WATCH_KEY, None)
     if watch is None or not watch.managed:
-        pytest.skip("needs --target-command: the kit kills the target (kill -9) and starts it "
-                    "again, so it must be the one running it")
+        pytest.skip(f"{verdicts.NEEDS_TARGET_COMMAND}: the kit kills the target (kill -9) and "
+                    "starts it again, so it must be the one running it")
     return TargetProcess(request.node, watch)
 
 

@@ -38,7 +38,9 @@ SUSPECT, STREAK = 0.6, 2.0
 #: Seconds measured with no test running, and the share of a core that is then a spin.
 IDLE, SPIN = 2.0, 0.5
 #: Idle checks per run at most (each one holds the tests up for about IDLE seconds).
-MAX_CHECKS = 20
+MAX_CHECKS = 5
+#: Seconds a thread found busy for a test's sake (not spinning) is not suspected again.
+CLEARED_FOR = 30.0
 #: Seconds after the target (re)started and accepted connections during which no thread is a
 #: suspect: a server finishing its start-up (RabbitMQ recovering its streams, a JVM warming up)
 #: is busy with nothing to do from outside.
@@ -130,6 +132,9 @@ class SpinWatch:
         #: thread -> its last samples: (monotonic time, CPU ticks, wall time)
         self._history: dict[str, collections.deque] = {}
         self._started: dict[str, float] = {}         # thread -> wall time it was created
+        self._cleared: dict[str, float] = {}         # thread -> when an idle check cleared it
+        #: seconds the tests waited for the idle checks (reported: the watch's cost)
+        self.paused = 0.0
         self._run_began = time.time()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="wirecheck-spinwatch", daemon=True)
@@ -162,6 +167,7 @@ class SpinWatch:
                 history.popleft()
             first_t, first_ticks, _wall = history[0]
             if not young and key not in self._reported and now - first_t >= STREAK \
+                    and now - self._cleared.get(key, -CLEARED_FOR) >= CLEARED_FOR \
                     and (ticks - first_ticks) / _TICK / (now - first_t) >= SUSPECT:
                 suspects.append(key)
         return suspects
@@ -170,16 +176,19 @@ class SpinWatch:
         """Measure the suspects while no test runs; record the ones still spinning."""
         self._checks += 1
         began = {k: self._began(k) for k in suspects}
+        asked = time.monotonic()
         with self.turn(exclusive=True):
             before = thread_ticks(pgid)
             if self._stop.wait(IDLE):
                 return
             usage = cores(before, thread_ticks(pgid), IDLE)
+        self.paused += time.monotonic() - asked
         for key in suspects:
             self._history.pop(key, None)       # measured again from now if it stays high
             name, share = usage.get(key, ("?", 0.0))
             if share < SPIN:
-                continue                       # a busy test's work, done once the tests paused
+                self._cleared[key] = time.monotonic()     # a busy test's work, done once the tests paused
+                continue
             self._reported.add(key)
             self.spins.append({"thread": f"{name} ({key})", "cpu": round(share, 2),
                                "since": began[key][0], "tests": self._tests_in(*began[key])})
@@ -202,12 +211,15 @@ class SpinWatch:
         self._stop.set()
         self._thread.join(timeout=IDLE + 10)
         pgid = self.current_pgid()
-        if not pgid or self._checks >= MAX_CHECKS or self._young():
+        if not pgid or self._checks >= MAX_CHECKS:
             return
         high = [k for k, h in self._history.items() if k not in self._reported and len(h) > 1
                 and (h[-1][1] - h[0][1]) / _TICK / max(h[-1][0] - h[0][0], 1e-9) >= SUSPECT]
         if not high:
             return
+        ready = self.ready_at()
+        if ready is not None and time.time() - ready < START_GRACE:       # a short run: let the start-up end
+            time.sleep(START_GRACE - (time.time() - ready))
         before = thread_ticks(pgid)
         time.sleep(IDLE)
         usage = cores(before, thread_ticks(pgid), IDLE)

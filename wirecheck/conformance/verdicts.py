@@ -49,6 +49,16 @@ def describe(proto: str, ids: list[str]) -> str:
     return "\n".join(lines)
 
 
+#: How a crash-recovery test that needs the kit to run the target begins its SKIPPED message
+#: (plugin_lifecycle.target_process): such a skip says nothing about the target.
+NEEDS_TARGET_COMMAND = "needs --target-command"
+
+
+def needs_target_command(result: dict) -> bool:
+    """A result (JSON) SKIPPED only because the kit did not run the target."""
+    return result.get("verdict") == SKIPPED and result.get("message", "").startswith(NEEDS_TARGET_COMMAND)
+
+
 def unimplemented(feature: str) -> None:
     """Skip the calling test: the profile says the target lacks ``feature`` (not a failure)."""
     import pytest

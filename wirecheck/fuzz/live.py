@@ -269,7 +269,7 @@ class LiveFuzzer:
         if o.url:
             from wirecheck.fuzz import live_ws
             outcome = live_ws.send_and_read(self.spec, o.url, data, writes, o.profile, o.quiet, o.timeout,
-                                            MAX_ANSWER_BYTES)
+                                            MAX_ANSWER_BYTES, Outcome())
             outcome.probe = live_ws.settled_probe(self.spec, o.url, o.profile, o.timeout)
             return outcome
         outcome = send_and_read(self.spec, self.host, self.port, data, writes, o.profile, o.quiet, o.timeout)

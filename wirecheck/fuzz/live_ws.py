@@ -60,10 +60,9 @@ class _Reader:
 
 
 def send_and_read(spec, url: str, data: bytes, writes: list[int], profile: str | None,
-                  quiet: float, timeout: float, max_bytes: int):
-    """fuzz/live.py's ``send_and_read`` over negotiate + WebSocket."""
-    from wirecheck.fuzz.live import Outcome
-    out = Outcome()
+                  quiet: float, timeout: float, max_bytes: int, out):
+    """fuzz/live.py's ``send_and_read`` over negotiate + WebSocket, into ``out`` (a fresh
+    live.Outcome: passed in, so that this module does not import the one that uses it)."""
     try:
         sock, pending = _connect(url, timeout)
     except ConnectionRefusedError as exc:
