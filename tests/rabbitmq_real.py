@@ -17,6 +17,8 @@ import subprocess
 import tempfile
 import time
 
+from wirecheck.conformance.target_process import live_group_pids  # noqa: F401  (the tests use it from here too)
+
 SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"
 INSTALL_HINT = "run `make real-peers` (installs Debian's rabbitmq-server)"
 
@@ -270,21 +272,3 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def live_group_pids(pgid: int) -> list[int]:
-    """Pids of the non-zombie processes of process group ``pgid`` (Linux /proc)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
-        fields = stat[stat.rindex(b")") + 2:].split()
-        if fields[0] != b"Z" and int(fields[2]) == pgid:
-            pids.append(int(entry))
-    return pids

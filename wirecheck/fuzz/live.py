@@ -38,10 +38,10 @@ from pathlib import Path
 
 from wirecheck.conformance import liveness
 from wirecheck.conformance.target_process import ManagedTarget  # noqa: F401  (the fuzzer's target)
+from wirecheck.fuzz.live_io import read_answers, send_pieces
 from wirecheck.fuzz.live_seeds import Seed, load_seeds
 from wirecheck.fuzz.mutate import Mutator, load_dictionary
 from wirecheck.fuzz.targets import FINDINGS
-from wirecheck.reference_impl.core.errors import FrameError
 
 FUZZ = Path(__file__).resolve().parent
 CRASH, HANG, VIOLATION = "crash", "hang", "violation"
@@ -95,41 +95,12 @@ def send_and_read(spec, host: str, port: int, data: bytes, writes: list[int], pr
         out.ended = "refused"
         return out
     decoder = spec.make_decoder(origin="server", profile=profile)
+
+    def read(wait: float) -> bytes | None:
+        return sock.recv(65536) if select.select([sock], [], [], wait)[0] else None
     try:
-        pos = 0
-        for size in writes:
-            try:
-                sock.sendall(data[pos:pos + size])
-            except OSError as exc:                     # the target closed on an early frame
-                out.send_error = f"write failed after {pos} bytes: {exc.strerror or exc}"
-                break
-            pos += size
-        deadline, total = time.monotonic() + timeout, 0
-        while True:
-            left = min(quiet, deadline - time.monotonic())
-            if left <= 0:
-                out.ended = "limit"
-                break
-            if not select.select([sock], [], [], left)[0]:
-                break                                  # quiet: still open
-            try:
-                chunk = sock.recv(65536)
-            except ConnectionResetError:
-                out.ended = "rst"
-                break
-            if not chunk:
-                out.ended = "fin"
-                break
-            total += len(chunk)
-            if not out.violation:
-                try:
-                    out.answers.extend(decoder.feed(chunk))
-                except FrameError as exc:
-                    out.answers.extend(exc.frames)
-                    out.violation = f"{exc.category}: {exc}"
-            if total >= MAX_ANSWER_BYTES:
-                out.ended = "limit"
-                break
+        send_pieces(out, data, writes, sock.sendall)
+        read_answers(out, decoder, read, quiet, timeout, MAX_ANSWER_BYTES)
     finally:
         sock.close()
     return out

@@ -13,6 +13,7 @@ import socket
 import time
 
 from wirecheck.conformance import liveness, websocket
+from wirecheck.fuzz.live_io import read_answers, send_pieces
 from wirecheck.reference_impl.core.errors import FrameError
 
 
@@ -37,7 +38,9 @@ class _Reader:
         self.closed = False
 
     def read(self, wait: float) -> bytes | None:
-        """Payload bytes (maybe empty), or None when nothing came within ``wait``."""
+        """Payload bytes, None when nothing came within ``wait``, b"" once the peer closed."""
+        if self.closed:
+            return b""
         if self.pending:
             raw, self.pending = self.pending, b""
         else:
@@ -56,7 +59,7 @@ class _Reader:
             elif opcode == websocket.OP_CLOSE:
                 self.closed = True
                 break
-        return bytes(data)
+        return bytes(data) if data or self.closed else None
 
 
 def send_and_read(spec, url: str, data: bytes, writes: list[int], profile: str | None,
@@ -72,46 +75,11 @@ def send_and_read(spec, url: str, data: bytes, writes: list[int], profile: str |
         out.send_error, out.ended = f"negotiate or upgrade failed: {exc}", "rst"
         return out
     opcode = websocket.OP_BINARY if _binary(data) else websocket.OP_TEXT
-    decoder = spec.make_decoder(origin="server", profile=profile)
     reader = _Reader(sock, pending)
     try:
-        pos = 0
-        for size in writes:
-            try:
-                sock.sendall(websocket.encode_frame(opcode, data[pos:pos + size]))
-            except OSError as exc:
-                out.send_error = f"write failed after {pos} bytes: {exc.strerror or exc}"
-                break
-            pos += size
-        deadline, total = time.monotonic() + timeout, 0
-        while True:
-            left = min(quiet, deadline - time.monotonic())
-            if left <= 0:
-                out.ended = "limit"
-                break
-            try:
-                chunk = reader.read(left)
-            except ConnectionResetError:
-                out.ended = "rst"
-                break
-            except websocket.WebSocketError as exc:
-                out.violation = f"websocket: {exc}"
-                break
-            if chunk is None:
-                break                                  # quiet: still open
-            total += len(chunk)
-            if chunk and not out.violation:
-                try:
-                    out.answers.extend(decoder.feed(chunk))
-                except FrameError as exc:
-                    out.answers.extend(exc.frames)
-                    out.violation = f"{exc.category}: {exc}"
-            if reader.closed:
-                out.ended = "fin"
-                break
-            if total >= max_bytes:
-                out.ended = "limit"
-                break
+        send_pieces(out, data, writes, lambda piece: sock.sendall(websocket.encode_frame(opcode, piece)))
+        read_answers(out, spec.make_decoder(origin="server", profile=profile), reader.read, quiet, timeout,
+                     max_bytes, broken=(websocket.WebSocketError,))
     finally:
         sock.close()
     return out
