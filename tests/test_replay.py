@@ -414,24 +414,28 @@ def test_replay_matches_redeliveries_whichever_poll_they_answer(tmp_path, backof
     assert len(notes) == 2, [e[3] for e in results[0].transcript["entries"]]
 
 
-def test_replay_reports_redeliveries_that_never_come_or_were_not_recorded(tmp_path):
+def test_replay_notes_redeliveries_that_never_come_or_were_not_recorded(tmp_path):
+    """How often a redelivery timer fires depends on its setting and the replay's pace (a slow
+    link, a busy machine): a repeat missing on either side is a note naming it, never a FAIL.
+    The first delivery of each message is still compared in order."""
     path = tmp_path / "timer.pcap"
     with _Recorded(path) as rec:
         _polling_session(rec.proxy.port)
     with ThreadedServer(BLIP.make_broker("127.0.0.1", 0, retry_backoff=30.0)) as target:
         never = replay.replay_capture(BLIP, str(path), _options(target.address[1], ports=(rec.proxy.port,),
                                                                    timeout=0.3))
-    assert never[0].verdict == "FAIL"
-    assert sum("(sent again by a timer); it never came" in m for m in never[0].mismatches) == 2, never[0].mismatches
+    assert never[0].verdict == "PASS", never[0].mismatches
+    assert sum("again (a timer's frame); the target did not within 0.3 s" in n for n in never[0].notes) == 2, \
+        never[0].notes
     quiet = tmp_path / "quiet.pcap"
     with _Recorded(quiet, BLIP.make_broker("127.0.0.1", 0, retry_backoff=30.0)) as rec:
         assert len(_polling_session(rec.proxy.port)) == 1
     with ThreadedServer(BLIP.make_broker("127.0.0.1", 0, retry_backoff=0.02)) as target:
         extra = replay.replay_capture(BLIP, str(quiet), _options(target.address[1], ports=(rec.proxy.port,),
                                                                     timeout=0.3))
-    assert extra[0].verdict == "FAIL"
-    assert any("again (a timer's frame) where the recorded server did not" in m for m in extra[0].mismatches), \
-        extra[0].mismatches
+    assert extra[0].verdict == "PASS", extra[0].mismatches
+    assert any("again (a timer's frame) where the recorded server did not" in n for n in extra[0].notes), \
+        extra[0].notes
 
 
 def test_replay_of_a_shuffled_capture_with_a_hole(tmp_path, recorded):

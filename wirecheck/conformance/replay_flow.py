@@ -282,16 +282,20 @@ class FlowReplay:
         self._compare(want, got)
 
     def _unmatched_timer_frames(self, wait: float) -> None:
-        """At the end: the recorded timer frames still to come get ``wait`` seconds; then each
-        one missing, and each one the target sent that the recording lacks, is a mismatch."""
+        """At the end: the recorded timer frames still to come get ``wait`` seconds. A repeat
+        the target never sent, or one the recording lacks, is a note, not a mismatch: how often
+        a redelivery timer fires depends on its setting (no document fixes it) and on the
+        replay's pace against it (a slow link, a busy machine). The first delivery of each key
+        is compared in order, and the repeats that both sides sent are compared by key; the
+        suites' own tests judge whether a target redelivers at all."""
         if self.late and self.sock is not None and self.live_closed is None:
             self.replay.pump(time.monotonic() + wait, lambda: not self.late or self.live_closed is not None)
         for want in self.late:
-            self.mismatch(f"expected {self._describe(want)} (sent again by a timer); it never came",
-                          [self._describe(want)], "nothing")
+            self.note(f"the recorded server sent {self._describe(want)} again (a timer's frame); the "
+                      f"target did not within {wait:g} s: the timer's pace, not a mismatch")
         for got in self.early:
-            self.mismatch(f"the target sent {self._describe(got)} again (a timer's frame) where the "
-                          "recorded server did not", ["nothing"], self._describe(got))
+            self.note(f"the target sent {self._describe(got)} again (a timer's frame) where the "
+                      "recorded server did not: the timer's pace, not a mismatch")
         self.late, self.early = [], []
 
     def _target_closed(self, how: str, detail: str) -> None:
