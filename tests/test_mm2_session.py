@@ -44,7 +44,11 @@ def test_handshake_refusals_document():
     got = p.send(Handshake("t", parse_extensions("x-nope")))
     assert isinstance(got[0], Error) and p.session.closed
     p = Peer(state)
-    assert isinstance(p.send(Handshake("t", major=2))[0], Error) and p.session.closed
+    assert isinstance(p.send(Handshake("t", major=0))[0], Error) and p.session.closed
+    # a higher major gets the server's own 1.x: "the lowest version should be used"
+    p = Peer(state)
+    reply = p.send(Handshake("t", major=2))[0]
+    assert isinstance(reply, Handshake) and (reply.major, reply.minor) == (1, 0) and not p.session.closed
 
 
 def test_handshake_sharpmessaging_keeps_the_connection_and_answers_1_1():

@@ -109,16 +109,28 @@ def test_the_final_handshake_before_the_reply():
     assert found == [("MM2-HS-001", C2S, 1)]
 
 
-def test_another_major_version_must_be_refused():
-    _, found = run([(C2S, hs(major=2)), (S2C, hs())])
+def test_a_lower_major_version_the_server_lacks_must_be_refused():
+    _, found = run([(C2S, hs(major=0)), (S2C, hs())])
     assert found == [("MM2-HS-004", S2C, 1)]
+    # a server that speaks 0.x answers in it: the lowest version is used
+    _, found = run([(C2S, hs(major=0)), (S2C, hs(major=0))])
+    assert found == []
     # refused, then closed: right
-    _, found = run([(C2S, hs(major=2)), (S2C, Error("no"))], closes=[(S2C, "fin", 1)])
+    _, found = run([(C2S, hs(major=0)), (S2C, Error("no"))], closes=[(S2C, "fin", 1)])
     assert found == []
     # refused, then more from the server: it must disconnect directly after
-    _, found = run([(C2S, hs(major=2)), (S2C, Error("no")), (S2C, Error("still here")),
+    _, found = run([(C2S, hs(major=0)), (S2C, Error("no")), (S2C, Error("still here")),
                     (S2C, Error("and here"))])
     assert found == [("MM2-HS-004", S2C, 2)]
+
+
+def test_a_higher_major_version_may_get_the_servers_own():
+    """"If versions differ the lowest version should be used": 1.x to a 2.x client is right,
+    and so is a refusal (semantic versioning: majors need not talk)."""
+    _, found = run([(C2S, hs(major=2)), (S2C, hs())])
+    assert found == []
+    _, found = run([(C2S, hs(major=2)), (S2C, Error("no"))], closes=[(S2C, "fin", 1)])
+    assert found == []
 
 
 def test_a_final_handshake_without_the_servers_required_extension():

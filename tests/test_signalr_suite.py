@@ -74,3 +74,24 @@ def test_a_stream_that_never_stops_ends_the_cancel_test(tmp_path):
     for t in doc["tests"]:
         assert "SIGR-STR-004" in t["requirements"]
         assert "StreamItems after CancelInvocation" in t["message"] and t["duration"] < 30, t
+
+
+@pytest.mark.parametrize("refusal", ["http", "close"])
+def test_an_unknown_or_reused_token_may_be_refused_either_way(tmp_path, refusal):
+    """SIGR-HTTP-004: a 404 before the upgrade and a WebSocket closed at once (4404) are both
+    refusals; a server that accepts the id fails."""
+    report = tmp_path / "r.json"
+    with ThreadedServer(make_broker(refuse_unknown_id=refusal)) as server:
+        result = check(f"http://127.0.0.1:{server.address[1]}/hub", "--", "-k",
+                       "unknown_connection_id or single_use", report=report)
+    assert result.returncode == 0, result.stdout[-3000:]
+    verdicts = [t["verdict"] for t in json.loads(report.read_text())["tests"]]
+    assert verdicts == ["PASS", "PASS"], verdicts
+    with ThreadedServer(make_broker()) as server:
+        server.server.negotiations.claim = lambda token: "accepted"     # every id, any number of times
+        result = check(f"http://127.0.0.1:{server.address[1]}/hub", "--strict", "--", "-k",
+                       "unknown_connection_id or single_use", report=report)
+    assert result.returncode == 1, result.stdout[-3000:]      # a SHOULD: FAIL under --strict
+    doc = json.loads(report.read_text())
+    assert [t["verdict"] for t in doc["tests"]] == ["FAIL", "FAIL"], doc["tests"]
+    assert all("was accepted" in t["message"] for t in doc["tests"]), [t["message"] for t in doc["tests"]]

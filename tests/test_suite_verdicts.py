@@ -128,3 +128,26 @@ def test_setup_failure_is_a_harness_error_and_exits_2(tmp_path):
     (test,) = doc["tests"]
     assert test["verdict"] == "HARNESS-ERROR" and "kit broke" in test["message"]
     assert doc["exitstatus"] == 2
+
+
+def test_hypothesis_giving_up_is_a_harness_error_not_the_targets_fail(tmp_path):
+    """A strategy that draws differently on replay (FlakyStrategyDefinition, seen while a target
+    restarted) or a failed health check is the kit's problem; a check of the target that
+    failed once and passed on replay (FlakyFailure of an AssertionError) stays the target's."""
+    body = (
+        "import itertools\nimport pytest\nfrom hypothesis import given, settings, strategies as st, HealthCheck\n"
+        "from hypothesis.errors import FlakyStrategyDefinition\n\n"
+        "@pytest.mark.requirement('BLIP-AUTH-002')\n"
+        "def test_strategy_broke():\n    raise FlakyStrategyDefinition('drew differently on replay')\n\n"
+        "@pytest.mark.requirement('BLIP-AUTH-002')\n"
+        "@settings(max_examples=5)\n@given(st.integers().filter(lambda n: False))\n"
+        "def test_health_check(n):\n    pass\n\n"
+        "_calls = itertools.count()\n\n"
+        "@pytest.mark.requirement('BLIP-AUTH-002')\n"
+        "@settings(max_examples=5, database=None, derandomize=True)\n@given(st.just(0))\n"
+        "def test_failed_once(n):\n    assert next(_calls) > 0, 'the target broke a rule once'\n")
+    result, doc = run_scratch_suite(tmp_path, body)
+    verdicts = {t["nodeid"].rsplit("::", 1)[-1]: t["verdict"] for t in doc["tests"]}
+    assert verdicts == {"test_strategy_broke": "HARNESS-ERROR", "test_health_check": "HARNESS-ERROR",
+                        "test_failed_once": "FAIL"}, (verdicts, result.stdout[-3000:])
+    assert result.returncode == 2

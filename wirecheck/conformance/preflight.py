@@ -173,7 +173,12 @@ def alive(spec, profile, host: str, port: int, url: str | None = None, timeout: 
             return f"it refuses connections ({exc})"
         if not _received(target):
             return f"it closed a new connection at the {spec.id} {step.name} without an answer"
-    except TargetTimeout:
+    except TargetTimeout as exc:
+        text = str(exc)
+        if text.startswith(("no answer to a connection", "cannot open")):
+            return f"it does not accept connections ({text})"
+        if text.startswith("negotiate failed"):
+            return f"its HTTP endpoint does not answer ({text})"
         if not _received(target):
             return f"it accepts connections but did not answer the {spec.id} {step.name} within {timeout:g} s"
     except TargetError as exc:

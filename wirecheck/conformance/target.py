@@ -530,6 +530,10 @@ class Target:
         self.budget.opened()
         try:
             sock = socket.create_connection((self.host, self.port), timeout=min(self.timeout, self.budget.left()))
+        except TimeoutError:
+            transcript.add("--", b"", "connect timed out")
+            raise TargetTimeout(f"no answer to a connection to {self.host}:{self.port} within "
+                                f"{min(self.timeout, self.budget.left()):g} s") from None
         except OSError as exc:
             transcript.add("--", b"", f"connect failed: {exc}")
             raise TargetClosed(f"cannot connect to {self.host}:{self.port}: {exc}") from None
@@ -548,6 +552,9 @@ class Target:
         ws_url = "ws" + url[4:] if url.startswith("http") else url
         try:
             sock, pending = websocket.open_socket(ws_url, min(self.timeout, self.budget.left()), headers)
+        except (TimeoutError, websocket.WebSocketTimeout) as exc:
+            transcript.add("--", b"", f"websocket timed out: {exc}")
+            raise TargetTimeout(f"cannot open a WebSocket to {url}: {exc or 'timed out'}") from None
         except (OSError, websocket.WebSocketError) as exc:
             transcript.add("--", b"", f"websocket failed: {exc}")
             raise TargetClosed(f"cannot open a WebSocket to {url}: {exc}") from None

@@ -87,6 +87,8 @@ def classify(report, call, proto: str, ids: list[str], profile, strict: bool) ->
         return PASS
     if report.when != "call":
         return HARNESS_ERROR
+    if call.excinfo is not None and kit_error(call.excinfo.value):
+        return HARNESS_ERROR
     from wirecheck.conformance.target import TargetTimeout, spent_in
     waivers = profile.waivers if profile is not None else {}
     if ids and all(i in waivers for i in ids):
@@ -101,6 +103,28 @@ def classify(report, call, proto: str, ids: list[str], profile, strict: bool) ->
                                      or spent_in(call.excinfo.value) is not None):
         return TIMEOUT
     return FAIL
+
+
+def kit_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the kit's own failure, not the target's: hypothesis refusing to go on
+    (a strategy that drew differently on replay, a failed health check, an invalid setting).
+    A failure hypothesis could not reproduce (FlakyFailure) stays the target's when what failed
+    was a check of the target: it was seen once, and its transcript shows it."""
+    try:
+        from hypothesis import errors
+    except ImportError:                 # pragma: no cover - hypothesis is a dependency
+        return False
+    if isinstance(exc, errors.FlakyFailure):
+        return not all(isinstance(e, (AssertionError, OSError)) for e in _leaves(exc))
+    return isinstance(exc, errors.HypothesisException)
+
+
+def _leaves(group: BaseException):
+    for e in getattr(group, "exceptions", ()):
+        if isinstance(e, BaseExceptionGroup):
+            yield from _leaves(e)
+        else:
+            yield e
 
 
 def _first_line(call) -> str:

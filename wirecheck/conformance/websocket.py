@@ -39,6 +39,10 @@ class WebSocketError(Exception):
         self.frames = frames if frames is not None else []
 
 
+class WebSocketTimeout(WebSocketError):
+    """The peer did not finish its answer (upgrade, negotiate) in time: silence, not a refusal."""
+
+
 def accept_key(key: str) -> str:
     return base64.b64encode(hashlib.sha1((key + _GUID).encode()).digest()).decode()
 
@@ -176,7 +180,7 @@ def open_socket(url: str, timeout: float, headers: Optional[dict] = None) -> tup
         sock.settimeout(timeout)
     except socket.timeout:
         sock.close()
-        raise WebSocketError(f"no upgrade response within {timeout:g} s") from None
+        raise WebSocketTimeout(f"no upgrade response within {timeout:g} s") from None
     except (OSError, WebSocketError):
         sock.close()
         raise
@@ -220,7 +224,7 @@ def negotiate(url: str, timeout: float, version: Optional[int] = 1) -> dict:
         body = response.read(MAX_HEADERS)
     except (http.client.HTTPException, OSError) as exc:
         if expired.is_set():
-            raise WebSocketError(f"no complete negotiate answer within {timeout:g} s") from None
+            raise WebSocketTimeout(f"no complete negotiate answer within {timeout:g} s") from None
         if isinstance(exc, OSError):
             raise
         raise WebSocketError(f"negotiate answer is not HTTP: {exc!r}") from None
@@ -228,7 +232,7 @@ def negotiate(url: str, timeout: float, version: Optional[int] = 1) -> dict:
         watchdog.cancel()
         conn.close()
     if expired.is_set():
-        raise WebSocketError(f"no complete negotiate answer within {timeout:g} s")
+        raise WebSocketTimeout(f"no complete negotiate answer within {timeout:g} s")
     if response.status != 200:
         raise WebSocketError(f"negotiate answered HTTP {response.status}")
     try:

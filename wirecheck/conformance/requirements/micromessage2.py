@@ -21,8 +21,9 @@ REQUIREMENTS = (
       "RequiredExtensionsLength and OptionalExtensionsLength may be zero: the field is absent"),
     R("MM2-HS-003", "Handshake", "SHOULD",
       "if versions differ the lowest version is used (the reply carries the lower minor)"),
-    R("MM2-HS-004", "Handshake", "MUST",
-      "a peer that does not speak the other's major version sends an ERROR frame and disconnects"),
+    R("MM2-HS-004", "Handshake", "SHOULD",
+      "a peer that does not speak the lower of the two versions sends an ERROR frame and "
+      "disconnects"),
     R("MM2-HS-005", "Handshake", "MUST",
       "a server that does not implement an extension the client requires sends an ERROR frame"),
     R("MM2-HS-006", "Handshake", "MUST",

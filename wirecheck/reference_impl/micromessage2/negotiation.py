@@ -87,7 +87,10 @@ def _names(exts) -> list[str]:
 
 def reply_to(policy: ServerPolicy, offer: Handshake) -> Handshake:
     """The server's handshake answering ``offer``; :class:`Refusal` when it cannot."""
-    if offer.major != MAJOR_VERSION:
+    # "If versions differ the lowest version should be used. If the client or the server
+    # doesn't speak the lower version it should send an ERROR frame and then disconnect": a
+    # higher major gets this server's 1.x (the client decides); a lower one it cannot speak.
+    if offer.major < MAJOR_VERSION:
         raise Refusal(f"major version {offer.major} is not supported (this server speaks "
                       f"{MAJOR_VERSION}.{policy.minor})", requirement="MM2-HS-004")
     missing = [n for n in _names(offer.required) if n not in policy.supported]

@@ -12,7 +12,8 @@ What it checks, each rule with its catalogue ID (conformance/requirements/microm
   client's final handshake comes after the reply (MM2-HS-001) and includes every extension the
   server required, or the client refuses with an ERROR instead (MM2-HS-008, MM2-HS-010).
 - **refusals** (the "response codes" of a protocol that has none but ERROR): an offer or a
-  final handshake of another major version must be refused (ERROR, MM2-HS-004), a final
+  final handshake of another major version, or an offer of a lower major the server does not
+  speak, must be refused (ERROR, MM2-HS-004; a higher major may get the server's 1.x), a final
   handshake lacking a required extension too (MM2-HS-008); whoever refuses disconnects
   "directly after" and sends nothing more (MM2-HS-004/-006/-007/-008 for the server,
   MM2-HS-010 for the client; MM2-HS-006 is waived for ``sharpmessaging``, whose server keeps
@@ -226,9 +227,12 @@ class MM2Observer(Observer):
 
     def _offer(self, hs: Handshake, index, time) -> None:
         self.offer, self.offer_at, self.offer_answered = hs, (index, time), False
-        if hs.major != MAJOR_VERSION:
-            # "If the client or the server doesn't speak the lower version it should send an
-            # ERROR frame and then disconnect": only major 1 exists.
+        if hs.major < MAJOR_VERSION:
+            # "If versions differ the lowest version should be used. If the client or the server
+            # doesn't speak the lower version it should send an ERROR frame and then
+            # disconnect": a lower major is owed an ERROR by a server that does not speak it
+            # (its reply in that major shows it does). A higher major may be answered with
+            # the server's own 1.x: the lower version.
             self.owed = ("MM2-HS-004", f"offer of major version {hs.major}")
 
     def _reply(self, hs: Handshake, index, time) -> Optional[Exchange]:
@@ -238,7 +242,9 @@ class MM2Observer(Observer):
             self.reply = hs
             return None
         self.reply = hs
-        if self.owed is not None:
+        if self.owed is not None and self.owed[0] == "MM2-HS-004" and hs.major == self.offer.major:
+            self.owed = None                 # the server speaks the client's lower major
+        elif self.owed is not None:
             requirement, why = self.owed
             self.owed = None
             self.violate(requirement, S2C, index, f"{why} answered with a handshake instead of "

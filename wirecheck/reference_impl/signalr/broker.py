@@ -91,6 +91,10 @@ class BrokerConfig:
     #: Raw TCP: bytes before the handshake completes, and unread output, per connection.
     max_handshake_bytes: Optional[int] = DEFAULT_MAX_HANDSHAKE_BYTES
     max_write_buffer: int = DEFAULT_MAX_WRITE_BUFFER
+    #: How a WebSocket for a token the server never issued (or already used) is refused:
+    #: "http" (404 before the upgrade, as ASP.NET Core does) or "close" (the upgrade accepted,
+    #: then the WebSocket closed with 4404, as some other servers do). Both are refusals.
+    refuse_unknown_id: str = "http"
 
 
 def _new_id() -> str:
@@ -398,7 +402,11 @@ class HubBroker:
         token = request.query.get("id")
         if token is not None:
             if self.negotiations.claim(token) is None:
-                return web.Response(status=404, text="No Connection with that ID")
+                if self.config.refuse_unknown_id != "close":
+                    return web.Response(status=404, text="No Connection with that ID")
+                await ws.prepare(request)
+                await ws.close(code=4404, message=b"No Connection with that ID")
+                return ws
         # Without ``id`` (skipNegotiation; signalrcore's ``connectionId`` is its own invention
         # and names nothing here) the connection is new and gets no negotiate state.
         await ws.prepare(request)

@@ -2,6 +2,7 @@
 the final handshake and extension ids."""
 import pytest
 
+from wirecheck.conformance.target import TargetError
 from wirecheck.reference_impl.micromessage2 import codec
 from wirecheck.reference_impl.micromessage2.codec import Error, Handshake, Message
 
@@ -38,12 +39,37 @@ def test_lowest_minor_version_is_used(mm2):
     assert reply.minor == 0, f"a 1.0 client got a {reply.major}.{reply.minor} reply: the lowest version is 1.0"
 
 
-@pytest.mark.requirement("MM2-HS-004")
-@pytest.mark.parametrize("major", [2, 0, 9])
-def test_other_major_version_gets_error_and_disconnect(mm2, major):
+@pytest.mark.requirement("MM2-HS-003", "MM2-HS-004")
+@pytest.mark.parametrize("major", [2, 9])
+def test_higher_major_version_gets_the_lowest_or_an_error(mm2, major):
+    """"If versions differ the lowest version should be used": a 1.x server answers a 2.x or
+    9.x client with its own 1.x (the client then decides), or, as the semantic versioning the
+    document starts from allows between majors, refuses with ERROR and disconnects."""
     conn = mm2.open()
     conn.send(mm2.offer(major=major))
-    mm2.expect_error_then_close(conn, f"major version {major}")
+    frame = mm2.next(conn, f"a 1.x handshake or an ERROR (client major {major})")
+    if isinstance(frame, Error):
+        mm2.expect_closed(conn, f"an ERROR for major version {major}")
+        return
+    if not isinstance(frame, Handshake):
+        raise TargetError(f"expected a handshake or an ERROR, got {codec.frame_to_dict(frame)}")
+    assert frame.major < major, (f"a {major}.0 client got a {frame.major}.{frame.minor} reply: the lowest "
+                                 f"version should be used")
+
+
+@pytest.mark.requirement("MM2-HS-004")
+def test_lower_major_version_the_server_lacks_gets_error_and_disconnect(mm2):
+    """A 0.x client: the lowest version is 0.x. A server that speaks it answers 0.x; one that
+    does not "should send an ERROR frame and then disconnect"; a 1.x answer is neither."""
+    conn = mm2.open()
+    conn.send(mm2.offer(major=0))
+    frame = mm2.next(conn, "an ERROR or a 0.x handshake (client major 0)")
+    if isinstance(frame, Handshake):
+        assert frame.major == 0, f"a 0.0 client got a {frame.major}.{frame.minor} reply: the lowest version is 0"
+        return
+    if not isinstance(frame, Error):
+        raise TargetError(f"expected an ERROR, got {codec.frame_to_dict(frame)}")
+    mm2.expect_closed(conn, "an ERROR for major version 0")
 
 
 @pytest.mark.requirement("MM2-HS-005")
@@ -128,6 +154,21 @@ def test_ack_id_follows_the_final_order(mm2, first):
     assert frame == codec.ExtensionFrame(1 if first else 2, b"\x00\x02"), codec.frame_to_dict(frame)
 
 
+@pytest.mark.requirement("MM2-HS-001", "MM2-FRAME-005")
+@pytest.mark.parametrize("chunks", [1, 2, 5])
+def test_bare_handshake_split(mm2, chunks):
+    """The handshake alone, no extension offered, cut into pieces of ``chunks`` bytes: needs
+    nothing optional. The reply shows the offer was put together; where the target answers
+    commands, the barrier shows the final handshake was too."""
+    conn = mm2.open()
+    conn.send(mm2.offer(), chunks=chunks)
+    reply = mm2.reply(conn, "the reply to an offer sent in pieces")
+    final = mm2.offer()
+    conn.send(Handshake(final.identity, tuple(reply.required), ()), chunks=chunks)
+    if mm2.commands:
+        mm2.barrier(conn, "a final handshake sent in pieces")
+
+
 @pytest.mark.requirement("MM2-HS-012", "MM2-FRAME-005")
 @pytest.mark.parametrize("chunks", [1, 3, 7])
 def test_handshake_and_frames_split_and_pipelined(mm2, chunks):
@@ -146,10 +187,10 @@ def test_handshake_and_frames_split_and_pipelined(mm2, chunks):
     mm2.barrier(conn)
 
 
-@pytest.mark.requirement("MM2-ERR-001", "MM2-HS-004")
+@pytest.mark.requirement("MM2-ERR-001", "MM2-HS-005")
 def test_error_frame_layout(mm2):
     conn = mm2.open()
-    conn.send(mm2.offer(major=3))
+    conn.send(mm2.offer(required="x-wirecheck-unknown"))
     frame = conn.recv(expecting="an ERROR frame")
     assert isinstance(frame, Error) and frame.text, codec.frame_to_dict(frame)
 

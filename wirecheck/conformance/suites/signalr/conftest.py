@@ -111,6 +111,8 @@ class Sig:
         if negotiate and url is None:
             try:
                 answer = websocket.negotiate(target.url, target.timeout, 1)
+            except (TimeoutError, websocket.WebSocketTimeout) as exc:
+                raise TargetTimeout(f"negotiate failed: {exc or 'timed out'}") from None
             except (OSError, websocket.WebSocketError) as exc:
                 raise TargetError(f"negotiate failed: {exc}") from None
             token = answer.get("connectionToken") or answer.get("connectionId")
