@@ -70,3 +70,23 @@ class StreamsOnAfterCancel(HubSession):
 def raw_server(session_class, profile: str = "v1") -> SessionServer:
     state = HubState()
     return SessionServer(lambda: session_class(HubConfig(profile=profile), state=state))
+
+
+class OneCallAtATime(HubSession):
+    """Runs one invocation at a time, as the document allows (ASP.NET Core's default of one
+    parallel invocation per client): while a client-to-server stream is open, every other
+    message but that stream's items and end waits until the call finishes. Not a fault: the
+    suite must pass against it."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._held: list = []
+
+    def _dispatch(self, message, now, out):
+        mine = isinstance(message, (StreamItem, Completion)) and message.invocation_id in self._uploads
+        if self._uploads and not mine:
+            self._held.append(message)
+            return
+        super()._dispatch(message, now, out)
+        while self._held and not self._uploads:
+            super()._dispatch(self._held.pop(0), now, out)

@@ -11,7 +11,7 @@ import pytest
 from wirecheck.reference_impl.core.server import ThreadedServer
 from wirecheck.reference_impl.signalr.broker import make_broker
 
-from .signalr_faulty import (AcceptsAnyProtocol, IgnoresProtocolErrors, NoHandshakeResponse,
+from .signalr_faulty import (AcceptsAnyProtocol, IgnoresProtocolErrors, NoHandshakeResponse, OneCallAtATime,
                              StreamEndsWithResult, StreamsOnAfterCancel, StreamsSingleResults, raw_server)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -95,3 +95,17 @@ def test_an_unknown_or_reused_token_may_be_refused_either_way(tmp_path, refusal)
     doc = json.loads(report.read_text())
     assert [t["verdict"] for t in doc["tests"]] == ["FAIL", "FAIL"], doc["tests"]
     assert all("was accepted" in t["message"] for t in doc["tests"]), [t["message"] for t in doc["tests"]]
+
+
+def test_a_hub_that_runs_one_call_at_a_time_passes(tmp_path):
+    """The document does not say that invocations run concurrently: a hub that holds every
+    other message while a client-to-server stream is open passes the stream tests and the
+    state machines (which send an upload whole over the wire)."""
+    report = tmp_path / "r.json"
+    with ThreadedServer(raw_server(OneCallAtATime)) as server:
+        result = check(f"127.0.0.1:{server.address[1]}", "--timeout", "2", "--", "-k",
+                       "client_to_server_stream or stateful", report=report)
+    doc = json.loads(report.read_text())
+    verdicts = {t["nodeid"]: t["verdict"] for t in doc["tests"]}
+    assert result.returncode == 0 and set(verdicts.values()) == {"PASS"}, (verdicts, result.stdout[-3000:])
+    assert len(verdicts) >= 4

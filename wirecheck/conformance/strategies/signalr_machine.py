@@ -158,8 +158,13 @@ class SessionDriver:
 class WireDriver:
     """A target over one suite connection (past the handshake); ``sig`` is the suite's helper."""
 
+    #: The document does not say that a server runs invocations concurrently: over the wire no
+    #: call waits on another that is still open (HubMachine.interleave).
+    concurrent = False
+
     def __init__(self, sig, conn, max_answers: int = 64) -> None:
         self.sig, self.conn = sig, conn
+        self.client_streams = sig.has("client_streams")
         self.profile, self.encoding = sig.reading, sig.encoding
         self.max_answers = max_answers
         self._barriers = itertools.count()
@@ -223,6 +228,12 @@ class HubMachine(RuleBasedStateMachine):
         self.remembered = None
         self.finished: list[str] = []           # ids whose Completion came (reusable in v1)
         self.open_uploads: dict[str, list] = {}  # stream id -> items
+        # Client-to-server streams where the target has them (v1; the profile's client_streams),
+        # and whether other calls may run while one is open: the document does not say that a
+        # server runs invocations concurrently, so over the wire an upload goes whole (the
+        # in-memory model of the reference hub, which does, also interleaves them).
+        self.client_streams = not self.draft and getattr(self.driver, "client_streams", True)
+        self.interleave = self.client_streams and getattr(self.driver, "concurrent", True)
 
     def new_id(self) -> str:
         return f"m{next(self._ids)}"
@@ -328,10 +339,20 @@ class HubMachine(RuleBasedStateMachine):
         if not self.draft:
             self.expect([Ping()], [])
 
+    @rule(values=st.lists(SMALL, max_size=4))
+    def upload(self, values):
+        """A whole client-to-server stream in one go: nothing else runs while it is open."""
+        if not self.client_streams:
+            return
+        iid, sid = self.new_id(), self.new_id()
+        self.expect([Invocation("Sum", [], iid, stream_ids=[sid])] + [StreamItem(sid, v) for v in values]
+                    + [Completion(sid)], [Completion.with_result(iid, sum(values))])
+        self.finished.append(iid)
+
     @rule(target=uploads)
     def start_sum(self):
-        if self.draft:
-            return ("", "")                   # the draft has no client streams: a no-op token
+        if not self.interleave:
+            return ("", "")                   # no interleaved uploads here: a no-op token
         iid, sid = self.new_id(), self.new_id()
         self.expect([Invocation("Sum", [], iid, stream_ids=[sid])], [])
         self.open_uploads[sid] = []
