@@ -323,12 +323,18 @@ class Connection:
             return self._frames.pop(0)
         if self.dropped is not None:
             raise TargetFlooded(self.dropped)
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        # The timeout measures silence, not total time: while the bytes of a frame keep
+        # arriving (a slow link, a long frame in small writes) the wait goes on, bounded by
+        # the test's budget (Budget.left, in _read).
+        wait = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
         while not self._frames:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.transcript.add("--", b"", f"timeout waiting for {expecting}")
-                reason = (f"no answer within {self.timeout if timeout is None else timeout:g} s "
+                partial = self.decoder.buffered
+                reason = (f"no answer within {wait:g} s (expected {expecting})" if not partial else
+                          f"no more bytes within {wait:g} s with {partial} bytes of a frame received "
                           f"(expected {expecting})")
                 self.budget.timed_out(reason)
                 raise TargetTimeout(reason)
@@ -349,6 +355,7 @@ class Connection:
                                       f"{exc.offset}: {exc.message}") from None
             self.transcript.add("<-", data, self._received(frames))
             self._frames.extend(frames)
+            deadline = time.monotonic() + wait
         return self._frames.pop(0)
 
     #: Frames of one read described in the transcript (a flood brings thousands per read).
