@@ -84,3 +84,17 @@ def test_document_reading_without_commands(tmp_path):
     assert bad == {"test_unknown_command_gets_an_error_and_the_connection_stays": "TIMEOUT"}, \
         (bad, result.stdout[-1500:])
     assert sum(t["verdict"] == "PASS" for t in tests) >= 25
+
+
+def test_a_count_that_starts_near_the_wrap_breaks_only_the_should(tmp_path):
+    """The document fixes that each sequence number follows the one before (65535 -> 1), not
+    where a connection's count starts: a server starting at 65533 (it wraps after three
+    messages) is only NON-STRICT on MM2-MSG-007, SPEC_NOTES' "start at 1"."""
+    report = tmp_path / "r.json"
+    with ThreadedServer(make_broker(first_sequence=65533)) as server:
+        result = _check(server.address[1], report=report)
+    doc = json.loads(report.read_text())
+    bad = {t["nodeid"]: (t["verdict"], t["requirements"]) for t in doc["tests"]
+           if t["verdict"] not in ("PASS", "UNIMPLEMENTED", "INFORMATIONAL")}
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert list(bad.values()) == [("NON-STRICT", ["MM2-MSG-007"])], bad

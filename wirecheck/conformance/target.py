@@ -253,6 +253,9 @@ class Connection:
         self.closed_by_peer = False
         #: Why the kit dropped the connection (:meth:`drop`); None while it is open.
         self.dropped: str | None = None
+        #: Frame classes the target may send at any moment (RabbitMQ Stream's Heartbeat):
+        #: :meth:`recv` passes over them unless asked to keep them, as :meth:`expect` of one does.
+        self.unsolicited: tuple = ()
 
     # -- sending -------------------------------------------------------------------------------
 
@@ -316,19 +319,23 @@ class Connection:
         got = _short(self.spec.frame_to_dict(frame))
         raise TargetError(f"expected {wanted}, got {got}", labels, got)
 
-    def recv(self, timeout: float | None = None, expecting: str = "a frame"):
+    def recv(self, timeout: float | None = None, expecting: str = "a frame", keep: bool = False):
         """The next frame; raises :class:`TargetTimeout`/:class:`TargetClosed`/:class:`TargetMalformed`
-        (:class:`TargetFlooded` once the kit dropped the connection)."""
-        if self._frames:
-            return self._frames.pop(0)
-        if self.dropped is not None:
+        (:class:`TargetFlooded` once the kit dropped the connection). Frames of the classes in
+        :attr:`unsolicited` (those the target may send at any moment, such as heartbeats) are
+        passed over unless ``keep``; they stay in the transcript, and do not reset the wait."""
+        if self.dropped is not None and not self._frames:
             raise TargetFlooded(self.dropped)
         # The timeout measures silence, not total time: while the bytes of a frame keep
         # arriving (a slow link, a long frame in small writes) the wait goes on, bounded by
         # the test's budget (Budget.left, in _read).
         wait = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + wait
-        while not self._frames:
+        while True:
+            while self._frames:
+                frame = self._frames.pop(0)
+                if keep or not isinstance(frame, self.unsolicited):
+                    return frame
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.transcript.add("--", b"", f"timeout waiting for {expecting}")
@@ -355,8 +362,8 @@ class Connection:
                                       f"{exc.offset}: {exc.message}") from None
             self.transcript.add("<-", data, self._received(frames))
             self._frames.extend(frames)
-            deadline = time.monotonic() + wait
-        return self._frames.pop(0)
+            if not frames:                  # part of a frame: the target is not silent
+                deadline = time.monotonic() + wait
 
     #: Frames of one read described in the transcript (a flood brings thousands per read).
     DESCRIBED_FRAMES = 16
@@ -382,7 +389,7 @@ class Connection:
     def expect(self, frame_class, timeout: float | None = None, **fields):
         """The next frame must be a ``frame_class`` whose attributes equal ``fields``."""
         want = frame_class.__name__ + (f"({_kv(fields)})" if fields else "")
-        frame = self.recv(timeout, expecting=want)
+        frame = self.recv(timeout, expecting=want, keep=issubclass(frame_class, self.unsolicited))
         if not isinstance(frame, frame_class):
             raise TargetError(f"expected {want}, got {_short(self.spec.frame_to_dict(frame))}")
         wrong = {k: getattr(frame, k) for k, v in fields.items() if getattr(frame, k) != v}

@@ -77,7 +77,9 @@ REQUIREMENTS = (
       "a MESSAGE is [u16 sequence][u8 destination length][destination][u16 properties length]"
       "[properties][u8|u32 payload length][payload], numbers big-endian"),
     R("MM2-MSG-002", "MESSAGE", "MUST",
-      "sequence numbers count the messages pushed on a connection, from 1", source=_NOTES),
+      "sequence numbers count the messages pushed on a connection: each is one more than the one "
+      "before (the document's ack algorithm: 'numberToAck = lastReceivedNumber == 65535 ? 1 : "
+      "lastReceivedNumber + 1')"),
     R("MM2-MSG-003", "MESSAGE", "MUST",
       "the sequence number wraps once reaching 65535 (to 1)",
       untestable="needs 65,535 deliveries on one connection; the wrap of the pusher is tested "
@@ -87,6 +89,9 @@ REQUIREMENTS = (
       "properties are key:value pairs each ended by ';', carried to the receivers unchanged"),
     R("MM2-MSG-005", "Reliable messaging", "MUST",
       "without an ack extension the pusher pushes messages as soon as they arrive"),
+    R("MM2-MSG-007", "MESSAGE", "SHOULD",
+      "the first message pushed on a connection is numbered 1 (the real implementation; the "
+      "document does not fix where the count starts)", source=_NOTES),
     R("MM2-MSG-006", "MESSAGE", "SHOULD",
       "a SEND without a destination is refused with an ERROR frame (the kit's reading)"),
     # --- COMMAND ------------------------------------------------------------------------------

@@ -446,6 +446,9 @@ class TargetDriver(WireDriver):
     own, and destinations carry ``prefix`` (unique per machine run: runs share the target)."""
 
     first_sequence = 1
+    #: the target numbers its MESSAGEs from where it likes (MM2-MSG-007 is a SHOULD, tested on
+    #: its own): the machine takes each connection's first number from its first MESSAGE
+    learns_first = True
     expire_choices = (None,)               # the target's own AckExpireTime (sharpmessaging)
     suggested_expire = 500                 # the real server's suggestion (SPEC_NOTES)
 

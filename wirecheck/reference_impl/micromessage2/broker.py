@@ -36,15 +36,17 @@ class MM2Broker(SessionBroker):
 def make_broker(host: str = "127.0.0.1", port: int = 0, *, data_dir: Optional[str] = None,
                 api_keys=None, profile: Optional[str] = None, ack_delay: float = 0.2,
                 max_queue_length: int = 100_000, max_pending: int = SessionConfig.max_pending,
-                **options) -> MM2Broker:
+                first_sequence: int = SessionConfig.first_sequence, **options) -> MM2Broker:
     """Registry factory (``wirecheck serve``, the embedded default target). In memory:
     ``data_dir`` is accepted and ignored; the protocol has no credentials (``api_keys``
     ignored). ``profile``: ``document`` (default) or ``sharpmessaging``; other options are
     :class:`ConnectionLimits` fields."""
     # The settings taken by name above are known too: a misspelt one is matched to them.
     check_options("micromessage2", options, ConnectionLimits,
-                  ("profile", "ack_delay", "max_queue_length", "max_pending"))
+                  ("profile", "ack_delay", "max_queue_length", "max_pending", "first_sequence"))
+    # first_sequence: where each connection's MESSAGE count starts (1; near 65535 to reach the
+    # wrap soon, or to play a server that starts elsewhere, which the document allows)
     config = SessionConfig.for_profile(profile or "document", ack_delay=ack_delay,
-                                       max_pending=max_pending)
+                                       max_pending=max_pending, first_sequence=int(first_sequence))
     return MM2Broker(config, host, port, max_queue_length=max_queue_length,
                      limits=ConnectionLimits(**options))

@@ -19,8 +19,9 @@ What it checks, each rule with its catalogue ID (conformance/requirements/microm
   MM2-HS-010 for the client; MM2-HS-006 is waived for ``sharpmessaging``, whose server keeps
   the connection, SPEC_NOTES). The reply uses the lower minor version (MM2-HS-003, SHOULD;
   not for ``sharpmessaging``, which always answers 1.1).
-- **sequence numbers** ("MESSAGE"): each side's MESSAGE/SEND frames count from 1
-  (MM2-MSG-002) and wrap 65535 -> 1 (MM2-MSG-003).
+- **sequence numbers** ("MESSAGE"): each side's MESSAGE/SEND frames count up by one
+  (MM2-MSG-002) and wrap 65535 -> 1 (MM2-MSG-003); the first is 1 (MM2-MSG-007, SHOULD:
+  SPEC_NOTES, the document does not fix it).
 - **acks and windows** ("batch-ack", "Reliable messaging"): with ``ack``/``batch-ack`` agreed,
   a pusher never has more than the window unacked (MM2-ACK-002 ack, MM2-ACK-003 batch-ack
   with a count, MM2-ACK-004 batch-ack's default 10); an ack frame carries a 2-byte sequence
@@ -121,7 +122,7 @@ class MM2Observer(Observer):
     #: and json rules need the extension agreed, MM2-MSG-003 a wrap).
     client_rules = {
         "Handshake": ("MM2-HS-001", "MM2-HS-008", "MM2-HS-013"),
-        "Message": ("MM2-MSG-002", "MM2-MSG-003", "MM2-JSON-001", "MM2-ACK-002", "MM2-ACK-003",
+        "Message": ("MM2-MSG-002", "MM2-MSG-003", "MM2-MSG-007", "MM2-JSON-001", "MM2-ACK-002", "MM2-ACK-003",
                     "MM2-ACK-004", "MM2-FRAME-004", "MM2-MSG-004"),
         "Extension": ("MM2-HS-011", "MM2-ACK-007"),
         "Command": ("MM2-CMD-001",),
@@ -332,12 +333,17 @@ class MM2Observer(Observer):
         if not self.open:
             return
         pusher = self.pushers[direction]
-        expected = SEQUENCE_FIRST if pusher.last is None else next_sequence(pusher.last)
-        if message.sequence != expected:
-            # "Sequence number which wraps once reaching 65535"; SPEC_NOTES: from 1, 65535 -> 1.
+        if pusher.last is None:
+            # SPEC_NOTES: the real implementation starts at 1; the document does not say where.
+            if message.sequence != SEQUENCE_FIRST:
+                self.violate("MM2-MSG-007", direction, index, f"the first sequence number is "
+                             f"{message.sequence}, not {SEQUENCE_FIRST}")
+        elif message.sequence != next_sequence(pusher.last):
+            # "Sequence number which wraps once reaching 65535", and the ack algorithm's
+            # "lastReceivedNumber == 65535 ? 1 : lastReceivedNumber + 1".
             rule = "MM2-MSG-003" if pusher.last == SEQUENCE_MAX else "MM2-MSG-002"
             self.violate(rule, direction, index, f"sequence number {message.sequence}, expected "
-                         f"{expected}")
+                         f"{next_sequence(pusher.last)}")
         pusher.last = message.sequence
         if direction == C2S and self.json and not _is_json(message.payload):
             self.violate("MM2-JSON-001", C2S, index, f"SEND {message.sequence}: the json extension "

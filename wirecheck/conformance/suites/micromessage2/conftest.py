@@ -26,7 +26,7 @@ from wirecheck.conformance import verdicts
 from wirecheck.conformance.target import Connection, TargetClosed, TargetError
 from wirecheck.reference_impl.micromessage2 import codec
 from wirecheck.reference_impl.micromessage2.codec import Command, Error, ExtensionFrame, Handshake, Message
-from wirecheck.reference_impl.micromessage2.constants import ACK, BATCH_ACK, JSON, PUBSUB
+from wirecheck.reference_impl.micromessage2.constants import ACK, BATCH_ACK, JSON, PUBSUB, SEQUENCE_MAX
 from wirecheck.reference_impl.micromessage2.syntax import Extension, parse_extensions
 
 BARRIER = "x-wirecheck-barrier"
@@ -95,6 +95,7 @@ class MM2:
         conn = self.target.connect(name, decoder=decoder, encode=codec.encode)
         conn.acks = []
         conn.ids = {}
+        conn.first_seq = None            # the first MESSAGE's sequence number (the target's choice)
         conn.sent = 0
         conn.barrier_seq = 0
         return conn
@@ -164,6 +165,8 @@ class MM2:
         while True:
             frame = conn.recv(timeout, expecting=expecting)
             if self._take_ack(conn, frame) is None:
+                if isinstance(frame, Message) and getattr(conn, "first_seq", 0) is None:
+                    conn.first_seq = frame.sequence      # where the target starts its count
                 return frame
 
     def expect(self, conn, kind, expecting: str = "", **fields):
@@ -252,7 +255,22 @@ class MM2:
         conn.send(Message(conn.sent, destination, payload, tuple(properties)), **kw)
         return conn.sent
 
-    def ack(self, conn, sequence: int) -> None:
+    def numbers(self, conn, messages) -> list[int]:
+        """The messages' places in the count of this connection's MESSAGEs, from 1: the
+        document fixes that each number is one more than the one before (65535 -> 1, its ack
+        algorithm), not where the count starts (MM2-MSG-007, a SHOULD of its own). The first
+        MESSAGE seen on ``conn`` is 1."""
+        out = []
+        for m in messages:
+            if conn.first_seq is None:
+                conn.first_seq = m.sequence
+            out.append((m.sequence - conn.first_seq) % SEQUENCE_MAX + 1)
+        return out
+
+    def ack(self, conn, n: int) -> None:
+        """Ack the ``n``-th MESSAGE of the connection (:meth:`numbers`), by its sequence number;
+        ``n`` itself before any MESSAGE came."""
+        sequence = n if conn.first_seq is None else (conn.first_seq - 1 + n - 1) % SEQUENCE_MAX + 1
         conn.send(ExtensionFrame(self.ack_id(conn), _SEQ.pack(sequence)))
 
     def expect_acks(self, conn, upto: int, expecting: str = "") -> list[int]:

@@ -15,7 +15,7 @@ from wirecheck.conformance.target import (Budget, BudgetSpent, Connection, Targe
                                Transcript)
 from wirecheck.reference_impl.rabbitmq_stream import codec
 from wirecheck.reference_impl.rabbitmq_stream.chunk import SubBatchEntry
-from wirecheck.reference_impl.rabbitmq_stream.codec import (Close, CloseResponse, Create, CreateResponse, Delete,
+from wirecheck.reference_impl.rabbitmq_stream.codec import (Close, CloseResponse, Create, CreateResponse, Delete, Heartbeat,
                                                   DeleteSuperStream, DeclarePublisher,
                                                   DeclarePublisherResponse, Deliver,
                                                   Metadata, MetadataResponse, Open, OpenResponse,
@@ -82,6 +82,9 @@ class Rmqs:
             raise ValueError(f"unknown stage {stage!r}")
         conn = self.target.connect(name) if register else self._private_connection(name)
         conn.decoder = suite_decoder()
+        # "Heartbeat": the server may send one at any moment; a test asks for it by name
+        # (Connection.expect) or with keep=True.
+        conn.unsolicited = (Heartbeat,)
         conn.server_tune = None
         if stage == "tcp":
             return conn

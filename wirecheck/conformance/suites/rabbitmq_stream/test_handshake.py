@@ -192,7 +192,7 @@ def test_silent_client_is_disconnected(rmqs):
     deadline = time.monotonic() + 8.0
     while True:
         try:
-            frame = conn.recv(timeout=max(0.1, deadline - time.monotonic()),
+            frame = conn.recv(timeout=max(0.1, deadline - time.monotonic()), keep=True,
                               expecting="Heartbeat frames, then the end of the connection")
         except TargetClosed:
             return
