@@ -223,6 +223,17 @@ class _Relay:
         this is the relay's own close; otherwise the peer reset or aborted."""
         if self.finished:
             return
+        if direction == "s2c" and getattr(self.shaper, "holding", False):
+            # The server reset its side (it closed with bytes of the client's unread: a refusal
+            # mid-frame). What it wrote before still goes to the client first, as a direct
+            # connection would have carried it; then the reset.
+            self.shaper.reset(lambda: self._lost_now(direction, exc))
+            return
+        self._lost_now(direction, exc)
+
+    def _lost_now(self, direction: str, exc) -> None:
+        if self.finished:
+            return
         client = self.client.transport
         if direction == "s2c" and "s2c" in self.eof_seen and "c2s" not in self.eof_seen \
                 and client is not None and not client.is_closing():

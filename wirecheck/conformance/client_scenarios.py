@@ -69,6 +69,17 @@ class _Queued(Passthrough):
         self.items.append((time.monotonic(), None))
         self._kick()
 
+    @property
+    def holding(self) -> bool:
+        """Whether server bytes (or its EOF) are still to go out."""
+        return bool(self.items) or self.task is not None
+
+    def reset(self, finish) -> None:
+        """The server reset its side: ``finish()`` (pass the reset on) once what it wrote
+        before has gone out."""
+        self.items.append((time.monotonic(), finish))
+        self._kick()
+
     def _kick(self) -> None:
         if self.task is None:
             self.task = asyncio.get_running_loop().create_task(self._pump())
@@ -85,13 +96,15 @@ class _Queued(Passthrough):
 
     def _take(self) -> tuple[float, bytes | None]:
         arrived, item = self.items.popleft()
-        if item is not None:
+        if isinstance(item, bytes):
             self.held -= len(item)
         return arrived, item
 
-    def _out(self, item: bytes | None) -> None:
+    def _out(self, item) -> None:
         if item is None:
             self.relay.deliver_eof("s2c")
+        elif callable(item):                 # the server's reset (reset()), after its bytes
+            item()
         else:
             self.relay.deliver("s2c", item)
 
@@ -106,8 +119,8 @@ class Split(_Queued):
 
     async def send(self) -> None:
         _, item = self._take()
-        if item is None:
-            self._out(None)
+        if not isinstance(item, bytes):      # the EOF, or the server's reset
+            self._out(item)
             return
         head, tail = item[:SPLIT_BYTES], item[SPLIT_BYTES:]
         for i in range(len(head)):
@@ -127,17 +140,17 @@ class Coalesce(_Queued):
 
     async def send(self) -> None:
         await asyncio.sleep(float(self.options.get("window", 0.05)))
-        joined, eof = [], False
+        joined, end = [], False
         while self.items:
             _, item = self._take()
-            if item is None:
-                eof = True
+            if not isinstance(item, bytes):  # the EOF, or the server's reset: after the bytes
+                end = True
                 break
             joined.append(item)
         if joined:
             self._out(b"".join(joined))
-        if eof:
-            self._out(None)
+        if end:
+            self._out(item)
 
 
 class Delay(_Queued):

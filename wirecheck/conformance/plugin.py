@@ -26,11 +26,10 @@ import pytest
 from wirecheck.conformance import plugin_lifecycle as lifecycle
 from wirecheck.conformance import verdicts
 from wirecheck.conformance.suite_paths import _protocol_of_suite, suite_protocol  # noqa: F401
-from wirecheck.conformance.target import DEFAULT_MAX_TIMEOUTS, DEFAULT_TIMEOUT, Budget, Target
+from wirecheck.conformance.target import DEFAULT_MAX_TIMEOUTS, DEFAULT_TIMEOUT, Budget, RunAllowance, Target
 
 _TARGET_KEY = pytest.StashKey[Target]()
-_RUN_KEY = pytest.StashKey[tuple]()
-_STARTED_KEY = pytest.StashKey[float]()
+_RUN_KEY = pytest.StashKey[object]()
 _CASES_KEY = pytest.StashKey[tuple]()      # (suite tests, those that kill the target)
 _ATTACHED_KEY = pytest.StashKey[int]()
 _HTML_KEY = pytest.StashKey[str]()
@@ -131,7 +130,6 @@ def strict_mode(config) -> bool:
 
 
 def pytest_configure(config) -> None:
-    config.stash[_STARTED_KEY] = time.monotonic()      # the run's allowance counts from here
     config.addinivalue_line("markers", "requirement(*ids): requirement IDs this black-box test checks")
     config.addinivalue_line("markers", "slow: waits for a protocol timer (keep-alive, timeouts)")
     if (config.getoption("wirecheck_target") or config.getoption("wirecheck_target_command")) \
@@ -263,11 +261,12 @@ def target(request, wirecheck_spec, wirecheck_profile, wirecheck_embedded):
             profile = dataclasses.replace(profile, timing={**profile.timing,
                                                            **wirecheck_spec.embedded_timing})
     timeout = config.getoption("wirecheck_timeout")
-    run_deadline, run_seconds = _run_deadline(config, timeout, profile)
+    allowance = _run_allowance(config, timeout, profile)
+    allowance.begin_test()
     tgt = Target(address[0], address[1], wirecheck_spec, profile, timeout=timeout, embedded=embedded,
                  url=address[2] if len(address) > 2 else None,
                  budget=Budget(config.getoption("wirecheck_test_budget") or default_budget(timeout, profile),
-                               run_deadline=run_deadline, run_seconds=run_seconds))
+                               run=allowance))
     request.node.stash[_TARGET_KEY] = tgt
     yield tgt
     tgt.close_all()
@@ -306,14 +305,14 @@ def default_run_budget(cases: int, timeout: float, profile, killing_cases: int =
     return cases * timeout + RUN_SLACK + 5.0 * longest_timer(profile) + killing_cases * KILLING_CASE_SECONDS
 
 
-def _run_deadline(config, timeout: float, profile) -> tuple[float, float]:
-    """(deadline, seconds) of the run's allowance, fixed when the first test asks for it."""
+def _run_allowance(config, timeout: float, profile) -> RunAllowance:
+    """The run's allowance (target.RunAllowance), made when the first test asks for it."""
     got = config.stash.get(_RUN_KEY, None)
     if got is None:
         cases, killing = config.stash.get(_CASES_KEY, (0, 0))
         seconds = config.getoption("wirecheck_run_budget") or default_run_budget(cases or 1, timeout, profile,
                                                                                  killing)
-        got = config.stash[_RUN_KEY] = (config.stash.get(_STARTED_KEY, time.monotonic()) + seconds, seconds)
+        got = config.stash[_RUN_KEY] = RunAllowance(seconds)
     return got
 
 
@@ -345,6 +344,10 @@ def pytest_runtest_makereport(item, call):
     crashed = report.when == "call" and lifecycle.after_test(item, report)
     verdict = verdicts.CRASH if crashed else verdicts.classify(report, call, proto, ids, profile,
                                                                strict_mode(item.config))
+    allowance = item.config.stash.get(_RUN_KEY, None)
+    if allowance is not None and (report.when == "call" or verdict != verdicts.PASS):
+        allowance.end_test(verdict in (verdicts.PASS, verdicts.SKIPPED, verdicts.UNIMPLEMENTED,
+                                       verdicts.INFORMATIONAL))
     if report.when == "call" or verdict != verdicts.PASS:
         # On the item too: JUnit XML writes the properties of the teardown report.
         ours = ("protocol", "requirements", "verdict")

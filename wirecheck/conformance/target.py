@@ -53,18 +53,41 @@ def spent_in(exc: BaseException | None) -> "BudgetSpent | None":
     return None
 
 
+class RunAllowance:
+    """The whole run's time allowance, spent by the tests that do not pass. A sound target
+    costs it nothing however slow its link (no verdict may depend on how fast bytes travel);
+    a hostile one (a flood, answers that never end, silence) spends it with every test it
+    fails, and once it is gone every test still to run stops at its first I/O. A test running
+    counts its time so far against what is left (Budget.left), and gives it back if it passes."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.spent = 0.0
+        self._started: float | None = None
+
+    def begin_test(self) -> None:
+        self._started = time.monotonic()
+
+    def end_test(self, passed: bool) -> None:
+        if self._started is not None and not passed:
+            self.spent += time.monotonic() - self._started
+        self._started = None
+
+    def left(self, now: float) -> float:
+        return self.seconds - self.spent - (now - self._started if self._started is not None else 0.0)
+
+
 class Budget:
     """One test's limits across all its connections: ``seconds`` of wall-clock time from its
     start for I/O (None: no limit), ``max_timeouts`` receives left unanswered, and
-    ``max_connections`` connections opened. ``run_deadline`` (a ``time.monotonic()`` value):
-    the end of the whole run's allowance, which no test's I/O goes past either."""
+    ``max_connections`` connections opened. ``run``: the whole run's :class:`RunAllowance`,
+    which no test's I/O goes past either."""
 
     def __init__(self, seconds: float | None = None, max_timeouts: int = DEFAULT_MAX_TIMEOUTS,
-                 max_connections: int = DEFAULT_MAX_CONNECTIONS, run_deadline: float | None = None,
-                 run_seconds: float | None = None) -> None:
+                 max_connections: int = DEFAULT_MAX_CONNECTIONS, run: RunAllowance | None = None) -> None:
         self.seconds = seconds
         self.deadline = None if seconds is None else time.monotonic() + seconds
-        self.run_deadline, self.run_seconds = run_deadline, run_seconds
+        self.run = run
         self.max_timeouts = max_timeouts
         self.max_connections = max_connections
         self.timeouts = 0
@@ -82,12 +105,12 @@ class Budget:
     def left(self) -> float:
         """Seconds of I/O left (inf without a wall-clock limit); raises BudgetSpent at 0."""
         now = time.monotonic()
-        if self.run_deadline is not None and self.run_deadline <= now:
-            raise BudgetSpent(f"the run's time allowance of {self.run_seconds:g} s (cases x timeout "
-                              f"+ slack) is spent: the target kept the kit waiting; the remaining "
-                              f"tests stop at their first I/O"
+        run_left = float("inf") if self.run is None else self.run.left(now)
+        if run_left <= 0:
+            raise BudgetSpent(f"the run's time allowance of {self.run.seconds:g} s (cases x timeout "
+                              f"+ slack, spent by the tests that did not pass) is spent: the target "
+                              f"kept the kit waiting; the remaining tests stop at their first I/O"
                               + (f"; first timeout: {self.first}" if self.first else ""))
-        run_left = float("inf") if self.run_deadline is None else self.run_deadline - now
         if self.deadline is None:
             return run_left
         left = self.deadline - now

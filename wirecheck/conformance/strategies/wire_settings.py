@@ -21,10 +21,41 @@ def wire_settings(max_examples: int, steps: int, **extra) -> settings:
                     phases=PHASES, suppress_health_check=[HealthCheck.too_slow], **extra)
 
 
-def run_machine(factory, wire: settings) -> None:
+#: Share of the test's remaining I/O budget the examples may take (the rest: shrinking a
+#: failure, and slack). Examples cost a round trip per step, so on a slow link fewer fit.
+EXAMPLES_SHARE = 0.4
+#: Examples run first to measure what one costs on this link.
+PROBE_EXAMPLES = 3
+
+
+def run_machine(factory, wire: settings, budget=None) -> None:
     """``run_state_machine_as_test``, except that a test whose budget ran out (target.Budget)
     ends with that :class:`~conformance.target.BudgetSpent`: hypothesis, stopped in the middle
-    of an example it was replaying, reports an inconsistent-data error of its own instead."""
+    of an example it was replaying, reports an inconsistent-data error of its own instead.
+
+    With ``budget``, the number of examples fits the link: a few run first, and the rest only
+    as many as fit :data:`EXAMPLES_SHARE` of the budget left at the start, at the cost those
+    took. A slow link or a busy machine then means fewer examples, never a TIMEOUT (no
+    verdict may depend on how fast bytes travel)."""
+    if budget is None:
+        _run(factory, wire)
+        return
+    import math
+    import time
+    left = budget.left()
+    allowance = EXAMPLES_SHARE * left if math.isfinite(left) else math.inf
+    first = min(PROBE_EXAMPLES, wire.max_examples)
+    started = time.monotonic()
+    _run(factory, settings(wire, max_examples=first))
+    spent = time.monotonic() - started
+    rest = wire.max_examples - first
+    if rest > 0 and math.isfinite(allowance):
+        rest = min(rest, int((allowance - spent) / max(spent / first, 1e-3)))
+    if rest > 0:
+        _run(factory, settings(wire, max_examples=rest))
+
+
+def _run(factory, wire: settings) -> None:
     try:
         run_state_machine_as_test(factory, settings=wire)
     except BaseException as exc:

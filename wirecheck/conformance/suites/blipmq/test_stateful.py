@@ -41,7 +41,7 @@ def _run(blip, machine_class) -> None:
         conn = blip.connect(hello=False, auth=False, name="state machine")
         return machine_class(WireDriver(conn, api_key=blip.api_key, topic_prefix=blip.topic("sm"),
                                         connect=lambda: blip.connect(hello=False, auth=False, name="probe")))
-    run_machine(fresh_machine, WIRE)
+    run_machine(fresh_machine, WIRE, blip.target.budget)
 
 
 @pytest.mark.requirement(

@@ -52,7 +52,7 @@ def _run(mm2, probes: bool) -> None:
         return Machine(lambda first, send: Driver(
             target.host, target.port, mm2.reading, send, f"wirecheck-sm-{uuid.uuid4().hex[:8]}",
             timeout=target.timeout))
-    run_machine(fresh_machine, WIRE)
+    run_machine(fresh_machine, WIRE, mm2.target.budget)
 
 
 @pytest.mark.requirement("MM2-ACK-001", "MM2-ACK-002", "MM2-ACK-003", "MM2-ACK-004", "MM2-ACK-005",

@@ -53,7 +53,7 @@ def _run(rmqs, machine_class) -> None:
                             keys_26_30=rmqs.profile.feature("keys_26_30"),
                             connect=lambda: rmqs.connect("tcp", name="probe"))
         return machine_class(driver)
-    run_machine(fresh_machine, WIRE)
+    run_machine(fresh_machine, WIRE, rmqs.target.budget)
 
 
 @pytest.mark.requirement(

@@ -50,4 +50,4 @@ def _run(sig, machine_class) -> None:
     def fresh_machine():
         del transcripts[first:]          # keep the (shrunk) failing example's transcript only
         return machine_class(WireDriver(sig, sig.connect(name="state machine")))
-    run_machine(fresh_machine, WIRE)
+    run_machine(fresh_machine, WIRE, sig.target.budget)

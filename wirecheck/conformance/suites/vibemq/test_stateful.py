@@ -41,4 +41,4 @@ def _run(vibe, machine_class) -> None:
     def fresh_machine():
         del transcripts[first:]          # keep the (shrunk) failing example's transcript only
         return machine_class(WireDriver(vibe))
-    run_machine(fresh_machine, WIRE)
+    run_machine(fresh_machine, WIRE, vibe.target.budget)
