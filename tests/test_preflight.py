@@ -151,6 +151,14 @@ def test_a_wrong_hub_path(brokers):
     assert "negotiate" in message and "--target" in message, message
 
 
+def test_the_hubs_http_port_given_as_raw_tcp(brokers):
+    """HOST:PORT of the hub's HTTP listener: the raw handshake gets an HTTP answer. Named as
+    such, with the URL form to use, not as a version problem."""
+    message = _direct("signalr", f"127.0.0.1:{brokers['signalr'].address[1]}")
+    assert "speaks HTTP" in message and "--target http://" in message, message
+    assert "--profile" not in message, message
+
+
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_a_right_target_passes(brokers, proto):
     assert _direct(proto, _raw(brokers[proto])) is None

@@ -139,6 +139,12 @@ def _explain(spec, where: str, step: Step, first: bool, exc: TargetError, got: b
     if text.startswith("negotiate"):
         return (f"{where}: {text}: check the hub's URL in --target (http://HOST:PORT/path-of-the-hub), "
                 f"or give HOST:PORT for a hub on raw TCP")
+    if first and got.startswith(b"HTTP/"):
+        status = got.split(b"\r\n", 1)[0].decode("latin-1")
+        fix = ("give the hub's URL, --target http://HOST:PORT/path-of-the-hub" if proto == "signalr"
+               else "check --target and --protocol")
+        return (f"{where} answered the {proto} {step.name} in HTTP ({status!r}): that port speaks "
+                f"HTTP, not {proto} over raw TCP; {fix}")
     if first and not got and isinstance(exc, TargetTimeout):
         hint = f" Or {step.setting}." if step.kind == "version" else ""
         return (f"{where} accepted the connection but did not answer the {proto} {step.name} within "
