@@ -113,7 +113,9 @@ class _Queued(Passthrough):
 
 
 class Split(_Queued):
-    """``split``: one byte per write; each write goes out before the next is made."""
+    """``split``: one byte per write; each write goes out before the next is made. Option
+    ``bytes``: how many bytes of each of the server's writes go one at a time (default
+    :data:`SPLIT_BYTES`; the rest in writes of :data:`SPLIT_TAIL`)."""
 
     name = "split"
 
@@ -122,7 +124,8 @@ class Split(_Queued):
         if not isinstance(item, bytes):      # the EOF, or the server's reset
             self._out(item)
             return
-        head, tail = item[:SPLIT_BYTES], item[SPLIT_BYTES:]
+        first = int(self.options.get("bytes", SPLIT_BYTES))
+        head, tail = item[:first], item[first:]
         for i in range(len(head)):
             if self.relay.finished:
                 return

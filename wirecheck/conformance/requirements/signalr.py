@@ -227,7 +227,9 @@ REQUIREMENTS = (
       "a WebSocket to {hub}?id=<token> after negotiate, and to {hub} without negotiate "
       "(skipNegotiation), carries the protocol", source=_NOTES),
     R("SIGR-HTTP-004", "Transport", "SHOULD",
-      "a WebSocket for an id the server never issued is refused (404)", source=_NOTES),
+      "a WebSocket for an id the server never issued, or one already used, is refused (an HTTP "
+      "4xx such as ASP.NET Core's 404/409, or the WebSocket closed at once, e.g. 4404/4409)",
+      source=_NOTES),
     R("SIGR-HTTP-005", "Transport", "SHOULD",
       "MessagePack connections use binary WebSocket messages, JSON connections text ones",
       source=_NOTES),
