@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.conformance import plugin_lifecycle as lifecycle
+from wirecheck.conformance import causes, plugin_lifecycle as lifecycle
 from wirecheck.conformance import verdicts
 from wirecheck.conformance.suite_paths import _protocol_of_suite, suite_protocol  # noqa: F401
 from wirecheck.conformance.target import DEFAULT_MAX_TIMEOUTS, DEFAULT_TIMEOUT, Budget, RunAllowance, Target
@@ -502,7 +502,9 @@ class ResultCollector:
                           "waived_requirements": having(verdicts.WAIVED),
                           # the test during which the target went down, and how it was found
                           "crashes": lifecycle.crashes(self.config),
-                          "target_health": self._health(proto)}
+                          "target_health": self._health(proto),
+                          # failures that share a cause (causes.py): one finding each
+                          "causes": causes.group(r for r in self.results.values() if r["protocol"] == proto)}
         return out
 
     #: Tests listed as the top growers of the target's memory and descriptors.
@@ -568,6 +570,9 @@ class ResultCollector:
             for spin in s["target_health"]["spins"]:
                 tr.write_line(f"  target busy while idle: thread {spin['thread']} at {spin['cpu']:.0%} of a core "
                               f"with no test running, since {' or '.join(spin['tests']) or 'an unknown test'}")
+            for c in s["causes"]:
+                tr.write_line(f"  one cause, {c['tests']} tests, {len(c['requirements'])} requirements: "
+                              f"{c['cause']} (e.g. {c['example']})")
             if s["failing_requirements"]:
                 tr.write_line(f"  not met: {', '.join(s['failing_requirements'])}")
             if s["unimplemented_requirements"]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 
-from wirecheck.conformance import verdicts
+from wirecheck.conformance import causes, verdicts
 from wirecheck.conformance.report_captures import captures
 from wirecheck.conformance.report_text import anchor as _anchor
 from wirecheck.conformance.report_text import escape as _e
@@ -238,7 +238,7 @@ def _protocol_section(run: Run, proto: str, several: bool) -> str:
         return (f"<section id='{anchor}' data-proto='{_e(proto)}'><h2>{title}</h2>"
                 + _loose_cases(proto, loose, anchor) + "</section>")
     return (f"<section id='{anchor}' data-proto='{_e(proto)}'><h2>{title}</h2>"
-            + _target_block(run.summary.get(proto, {})) +
+            + _target_block(run.summary.get(proto, {})) + _causes_block(run.tests_of(proto), anchor) +
             "<h3>Requirements</h3><table><tr><th>ID</th><th>level</th><th>section</th><th>requirement</th>"
             "<th>verdict</th><th>tests</th></tr>" + "".join(rows) + "</table>"
             "<h3>Cases</h3>" + "".join(details)
@@ -265,6 +265,25 @@ def _target_block(summary: dict) -> str:
     if health.get("peak_rss_kb") is not None:
         items.append(f"<li>peak: {health['peak_rss_kb']} KiB resident, {health.get('peak_fds')} descriptors</li>")
     return f"<h3>Target</h3><ul>{''.join(items)}</ul>" if items else ""
+
+
+def _causes_block(tests: list[dict], anchor: str) -> str:
+    """Failures that share a cause (causes.py), one row each: how many tests and requirements,
+    and a link to the first test's requirement, whose case holds its transcript. Computed from
+    the tests, so result files written before causes were grouped get it too."""
+    rows = []
+    for c in causes.group(tests):
+        example = next((t for t in tests if t["nodeid"] == c["example"]), {})
+        rids = example.get("requirements") or []
+        link = (f"<a href='#{_anchor(anchor, rids[0])}'>{_e(c['example'])}</a>" if rids
+                else _e(c["example"]))
+        rows.append(f"<tr><td><code>{_e(c['cause'])}</code></td><td class='num'>{c['tests']}</td>"
+                    f"<td>{_e(', '.join(c['requirements']))}</td><td>{link}</td></tr>")
+    if not rows:
+        return ""
+    return ("<h3>Causes</h3><p>Failures whose messages read the same once numbers and values are "
+            "taken out: likely one defect each.</p><table><tr><th>cause</th><th>tests</th>"
+            "<th>requirements</th><th>first test</th></tr>" + "".join(rows) + "</table>")
 
 
 def _loose_cases(proto: str, tests: list[dict], anchor: str) -> str:

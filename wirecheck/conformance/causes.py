@@ -1,0 +1,68 @@
+"""One cause, one finding: failures that share a cause, grouped.
+
+A single encoding bug in a target (a map written as an integer, a length off by one) fails
+every test that meets it: dozens of FAIL lines for one defect. The per-test verdicts stay as
+they are; the summary, the JSON and the HTML report also say which failures share a cause,
+how many tests and requirements each cause touches, and which test shows it first.
+
+The cause of a failure is its message with what differs from test to test taken out: the
+exception's class prefix, byte offsets, numbers, ids and quoted values. Two failures with the
+same decode error category and field, or the same expected-versus-got shape, then read the same.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+#: Verdicts whose tests are grouped (a failure of the target's, at any level).
+GROUPED = ("FAIL", "NON-STRICT", "TIMEOUT", "CRASH")
+#: A group is reported from this many tests on.
+MIN_TESTS = 2
+#: Characters of a cause kept.
+CAUSE_CHARS = 240
+
+_PREFIX = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:Target\w*|AssertionError|BudgetSpent)\s*:\s*")
+_NON_STRICT = re.compile(r"^(?:NON-STRICT|WAIVED):\s*")
+_AT_BYTE = re.compile(r"\s+at byte \d+")
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b")
+_NUMBER = re.compile(r"(?<![A-Za-z_])-?\d+(?:\.\d+)?")
+_SPACES = re.compile(r"\s+")
+
+
+def cause(message: str) -> str:
+    """``message`` with what varies between tests that fail the same way taken out."""
+    text = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+    text = _NON_STRICT.sub("", text)
+    text = _PREFIX.sub("", text)
+    text = _AT_BYTE.sub("", text)
+    text = _QUOTED.sub("'…'", text)
+    text = _HEX.sub("#", text)
+    text = _NUMBER.sub("N", text)
+    return _SPACES.sub(" ", text).strip()[:CAUSE_CHARS]
+
+
+def group(results, min_tests: int = MIN_TESTS) -> list[dict]:
+    """The causes shared by at least ``min_tests`` failing tests of ``results`` (result dicts
+    with nodeid, verdict, message, requirements), the largest first: the cause, how many tests
+    and which requirements it touches, and the first test (by node id) as its example."""
+    by_cause: dict[str, list[dict]] = defaultdict(list)
+    for r in results:
+        if r.get("verdict") in GROUPED:
+            key = cause(r.get("message", ""))
+            if key:
+                by_cause[key].append(r)
+    out = []
+    for key, tests in by_cause.items():
+        if len(tests) < min_tests:
+            continue
+        tests = sorted(tests, key=lambda r: r["nodeid"])
+        counts: dict[str, int] = defaultdict(int)
+        for r in tests:
+            counts[r["verdict"]] += 1
+        out.append({"cause": key, "tests": len(tests),
+                    "requirements": sorted({i for r in tests for i in r.get("requirements", [])}),
+                    "verdicts": dict(sorted(counts.items())),
+                    "example": tests[0]["nodeid"]})
+    out.sort(key=lambda g: (-g["tests"], g["cause"]))
+    return out
