@@ -23,6 +23,14 @@ class Requirement:
     #: into a document that is silent (e.g. that "stored" outlives a crash), graded SHOULD
     source: str = "document"
     untestable: str = ""       # why no black-box test can check it (then tested elsewhere)
+    #: the words of the source the requirement comes from, verbatim (whitespace may differ):
+    #: the document's sentence ("document", and the sentence a "reading" starts from) or the
+    #: SPEC_NOTES fact. tools/verify_quotes.py finds it in ../shared and locks its digest in
+    #: quotes.lock, which tests/test_requirement_quotes.py checks where ../shared is absent.
+    quote: str = ""
+    #: why the level differs from the quote's own word ("must"/"should"/"may"), when it does;
+    #: "DISAGREES: ..." marks a level the catalogue keeps but the quote does not support.
+    level_note: str = ""
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
