@@ -18,201 +18,371 @@ from . import Requirement as R
 _CLIENT = "client behaviour: a server-facing suite cannot observe it (client conformance mode)"
 _NOTES = "SPEC_NOTES.md, RabbitMQ Stream"
 
+# Quotes (and notes) several requirements share, verbatim from their source.
+_CREDIT_FIELD = "Credit => uint16 // the number of chunks that can be sent"
+_CREDIT_NOTE = ("\"can be sent\" bounds what the server may send: beyond its credit it sends "
+                "nothing, a MUST")
+_NEWER_COMMANDS = ("Commands newer than the document: 26 ConsumerUpdate, 27 "
+                   "ExchangeCommandVersions, 28 StreamStats (3.11), 29/30 "
+                   "Create/DeleteSuperStream (3.13), Publish v2 with filter values, Deliver v2 "
+                   "with CommittedChunkId.")
+_OFFSET_TYPES = "OffsetType => uint16 // 1 (first), 2 (last), 3 (next), 4 (offset), 5 (timestamp)"
+_PUBLISHER_REFERENCE = ("DeclarePublisher's PublisherReference is one string (possibly empty), "
+                        "not an array.")
+_REAL_DEFAULTS = "Defaults: frame_max 1,048,576; heartbeat 60 s;"
+_REAL_SERVER_RULES = "The real server is the authority where the document errs:"
+_SIZE_FIELD = "Size => uint32 (size without the 4 bytes of the size element)"
+_SPLIT_NOTE = ("NOT IN SOURCE: the document has no sentence on how a frame's bytes arrive; the "
+               "MUST follows from its size-prefixed frames on a TCP stream")
+_STORE_OFFSET_FACT = ("each StoreOffset occupies an offset of its own in the stream, so message "
+                      "offsets jump after a store;")
+_STREAM_DOES_NOT_EXIST = "Stream does not exist 2"
+_UNKNOWN_KEY = ("An unknown command key: the server sends Close (code 13, unknown frame) and "
+                "disconnects.")
+
 REQUIREMENTS = (
     # Types
     R("RMQS-TYPE-001", "Types", "MUST",
       "integers are big-endian; string is an int16 length then UTF-8 bytes; array is an int32 "
       "count then the items (a hand-built request is understood and its response decodes by "
-      "the same rules)"),
+      "the same rules)",
+      quote="string - int16 for the length followed by the bytes of content, length of -1 "
+            "indicates null. arrays - int32 for the length followed by the repetition of the "
+            "structure, notation uses [], e.g. [int32] for an array of int32."),
     R("RMQS-TYPE-002", "Types", "MUST",
       "bytes is an int32 length then the bytes, -1 meaning null: null SASL data cannot "
-      "authenticate"),
+      "authenticate",
+      quote="bytes - int32 for the length followed by the bytes of content, length of -1 "
+            "indicates null."),
     # Frame Structure
     R("RMQS-FRAME-001", "Frame Structure", "MUST",
-      "Size is a uint32 counting every byte after itself (key, version and content)"),
+      "Size is a uint32 counting every byte after itself (key, version and content)",
+      quote=_SIZE_FIELD),
     R("RMQS-FRAME-002", "Frame Structure", "MUST",
-      "a response's key is the request's key with bit 15 set; Version is a uint16 (1)"),
+      "a response's key is the request's key with bit 15 set; Version is a uint16 (1)",
+      quote="Keys are uint16, but the actual value is defined on the last 15 bits, the most "
+            "significant bit being used to make the difference between a request (0) and a "
+            "response (1)."),
     R("RMQS-FRAME-003", "Frame Structure", "MUST",
       "a response carries the request's CorrelationId (any uint32 value) then a uint16 "
-      "ResponseCode"),
+      "ResponseCode",
+      quote="Response => Key Version CorrelationId ResponseCode Key => uint16 Version => uint16 "
+            "CorrelationId => uint32 ResponseCode => uint16"),
     R("RMQS-FRAME-004", "Commands", "MUST",
       "commands that expect no response (Publish, Credit, StoreOffset, Heartbeat) get none "
-      "when they succeed"),
+      "when they succeed",
+      quote="Most commands are request/reply, but some commands (e.g. Deliver) are one-direction "
+            "only and thus does not contain a correlation ID."),
     R("RMQS-FRAME-005", "Frame Structure", "MUST",
-      "a frame split over several writes, at any byte, is reassembled"),
+      "a frame split over several writes, at any byte, is reassembled",
+      quote=_SIZE_FIELD,
+      level_note=_SPLIT_NOTE),
     R("RMQS-FRAME-014", "Frame Structure", "MUST",
       "before Open too, frames split over several writes or several frames in one write are "
-      "processed (profile rabbitmq-3.10 waives it: 3.10.8 drops such a connection)"),
+      "processed (profile rabbitmq-3.10 waives it: 3.10.8 drops such a connection)",
+      quote=_SIZE_FIELD,
+      level_note=_SPLIT_NOTE),
     R("RMQS-FRAME-006", "Frame Structure", "MUST",
-      "several frames in one write are each processed, in order"),
+      "several frames in one write are each processed, in order",
+      quote=_SIZE_FIELD,
+      level_note=_SPLIT_NOTE),
     R("RMQS-FRAME-007", "Tune", "MUST",
       "a frame larger than the negotiated FrameMax gets Close(14, frame too large) and the "
-      "connection ends (profile feature frame_max_enforced)"),
+      "connection ends (profile feature frame_max_enforced)",
+      quote="FrameMax => uint32 // in bytes, 0 means no limit"),
     R("RMQS-FRAME-008", "Tune", "MUST",
-      "a frame within the negotiated FrameMax is accepted"),
+      "a frame within the negotiated FrameMax is accepted",
+      quote="FrameMax => uint32 // in bytes, 0 means no limit"),
     R("RMQS-FRAME-009", "Response Codes", "MUST",
       "an unknown command key gets Close(13, unknown frame) and the connection ends once the "
-      "client answers the Close"),
+      "client answers the Close",
+      quote="Unknown frame 13"),
     R("RMQS-FRAME-010", "Response Codes", "MUST",
-      "a known key with an unknown version gets Close(13) and the connection ends"),
+      "a known key with an unknown version gets Close(13) and the connection ends",
+      quote="Unknown frame 13"),
     R("RMQS-FRAME-011", "Frame Structure", "MUST",
       "a Size below 4 (no room for key and version) ends the connection (after Close(13) if "
-      "the server sends anything)"),
+      "the server sends anything)",
+      quote="Request => Key Version (CorrelationId) Content Key => uint16 Version => uint16"),
     R("RMQS-FRAME-012", "Frame Structure", "SHOULD",
       "a response key from the client for a request the server never sent gets Close(13)",
-      source="SPEC_NOTES"),
+      source="SPEC_NOTES",
+      quote=_UNKNOWN_KEY,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say what a response key the server never "
+                 "asked for gets; closest: what an unknown command key gets"),
     R("RMQS-FRAME-013", "Frame Structure", "SHOULD",
       "a known command whose content is malformed (truncated) ends the connection (after "
-      "Close(13) if the server sends anything)", source="SPEC_NOTES"),
+      "Close(13) if the server sends anything)", source="SPEC_NOTES",
+      quote="an unknown key, or a frame shorter than 4 bytes, gets Close (13, \"unknown frame\")",
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say what a known command with truncated "
+                 "content gets; closest: what an unknown key or a too short frame gets on "
+                 "RabbitMQ 3.10.8"),
     # Authentication sequence
     R("RMQS-HS-001", "PeerProperties", "MUST",
-      "PeerProperties gets a response with code 1 and the server's properties"),
+      "PeerProperties gets a response with code 1 and the server's properties",
+      quote="PeerPropertiesResponse => Key Version CorrelationId ResponseCode PeerProperties"),
     R("RMQS-HS-002", "SaslHandshake", "MUST",
-      "SaslHandshake gets code 1 and the list of mechanisms, PLAIN among them"),
+      "SaslHandshake gets code 1 and the list of mechanisms, PLAIN among them",
+      quote="SaslHandshakeResponse => Key Version CorrelationId ResponseCode [Mechanism]"),
     R("RMQS-HS-003", "SaslAuthenticate", "MUST",
-      "SaslAuthenticate with PLAIN (\\0user\\0password) and valid credentials gets code 1"),
+      "SaslAuthenticate with PLAIN (\\0user\\0password) and valid credentials gets code 1",
+      quote="SaslAuthenticateRequest => Key Version CorrelationId Mechanism SaslOpaqueData"),
     R("RMQS-HS-004", "Authentication", "MUST",
       "once satisfied with the authentication, the server sends Tune (key 20, FrameMax and "
-      "Heartbeat as uint32, no correlation id)"),
+      "Heartbeat as uint32, no correlation id)",
+      quote="The server will send a Tune frame once it is satisfied with the client "
+            "authentication response."),
     R("RMQS-HS-005", "Authentication", "MUST",
-      "after the client's Tune, Open with an existing virtual host gets code 1"),
+      "after the client's Tune, Open with an existing virtual host gets code 1",
+      quote="Open: the client sends an Open frame to pick a virtual host to connect to. The "
+            "server answers whether it accepts the access or not."),
     R("RMQS-HS-006", "Authentication", "MUST",
       "before Open, a command other than the handshake's is not answered and the connection "
-      "ends (after Close(13) if the server sends anything)"),
+      "ends (after Close(13) if the server sends anything)",
+      quote="Once a client is connected to the server, it initiates an authentication sequence."),
     R("RMQS-HS-007", "Response Codes", "MUST",
       "SaslAuthenticate with a wrong password or an unknown user gets code 8 (authentication "
-      "failure)"),
+      "failure)",
+      quote="Authentication failure 8"),
     R("RMQS-HS-008", "Response Codes", "MUST",
-      "SaslAuthenticate with a mechanism the server does not offer gets code 7"),
+      "SaslAuthenticate with a mechanism the server does not offer gets code 7",
+      quote="SASL mechanism not supported 7"),
     R("RMQS-HS-009", "SaslAuthenticate", "SHOULD",
       "after a failed SaslAuthenticate (code 7, 8 or 9) the server closes the connection",
-      source="SPEC_NOTES"),
+      source="SPEC_NOTES",
+      quote="SaslHandshake request has no Mechanism; SaslAuthenticate response carries challenge "
+            "data only when there is one; PLAIN data is `\\0user\\0pass`.",
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say that a failed SaslAuthenticate closes "
+                 "the connection; closest: its facts on the real SASL exchange"),
     R("RMQS-HS-010", "Response Codes", "MUST",
-      "Open with a virtual host the user cannot access gets code 12"),
+      "Open with a virtual host the user cannot access gets code 12",
+      quote="Virtual host access failure 12"),
     R("RMQS-HS-011", "Open", "SHOULD",
-      "after Open is refused the server closes the connection", source="SPEC_NOTES"),
+      "after Open is refused the server closes the connection", source="SPEC_NOTES",
+      quote="Open's response omits even the property count when there are no properties.",
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say that a refused Open closes the "
+                 "connection; closest: its fact on the real Open response"),
     R("RMQS-HS-012", "SaslAuthenticate", "SHOULD",
-      "PLAIN data that is not \\0user\\0password gets code 9 (SASL error)", source="SPEC_NOTES"),
+      "PLAIN data that is not \\0user\\0password gets code 9 (SASL error)", source="SPEC_NOTES",
+      quote="PLAIN data is `\\0user\\0pass`.",
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say which code PLAIN data of another shape "
+                 "gets (9); closest: the shape of PLAIN data"),
     R("RMQS-HS-013", "Tune", "SHOULD",
-      "the client's Tune answer is accepted as key 0x8014 or as key 0x0014", source="SPEC_NOTES"),
+      "the client's Tune answer is accepted as key 0x8014 or as key 0x0014", source="SPEC_NOTES",
+      quote="the client's reply is accepted as key 20 or 0x8014."),
     R("RMQS-HS-014", "Authentication", "SHOULD",
       "a handshake command after Open (PeerProperties, SaslHandshake, SaslAuthenticate, Tune, "
-      "Open) gets Close(13)", source="SPEC_NOTES"),
+      "Open) gets Close(13)", source="SPEC_NOTES",
+      quote=_UNKNOWN_KEY,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say what a handshake command after Open "
+                 "gets; closest: what an unknown command key gets"),
     R("RMQS-HS-015", "Open", "SHOULD",
       "the Open response's connection properties name advertised_host and advertised_port",
-      source="SPEC_NOTES"),
+      source="SPEC_NOTES",
+      quote="Open's response omits even the property count when there are no properties.",
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say which properties the Open response "
+                 "carries (advertised_host, advertised_port); closest: its fact on the real Open "
+                 "response"),
     R("RMQS-HS-016", "Authentication", "MUST",
       "the client starts the sequence: PeerProperties, SaslHandshake, SaslAuthenticate, its "
-      "Tune answer, Open", untestable=_CLIENT),
+      "Tune answer, Open", untestable=_CLIENT,
+      quote="Once a client is connected to the server, it initiates an authentication sequence. "
+            "The next figure shows the steps of the sequence:"),
     R("RMQS-HS-017", "SaslHandshake", "MUST",
-      "the client picks a mechanism from the list the server returned", untestable=_CLIENT),
+      "the client picks a mechanism from the list the server returned", untestable=_CLIENT,
+      quote="SaslHandshake: the client asks about the SASL mechanisms the server supports. It "
+            "can then pick one from the list the server returns.",
+      level_note="\"can then pick one\" grants the choice among the mechanisms listed; the MUST "
+                 "is that the pick comes from that list (a mechanism the server does not offer "
+                 "gets code 7, RMQS-HS-008)"),
     # Tune / Heartbeat / Close
     R("RMQS-TUNE-001", "Tune", "MUST",
       "the values of the client's Tune answer apply to the connection (a heartbeat of 1 s "
-      "makes an idle server send Heartbeat about every second)"),
+      "makes an idle server send Heartbeat about every second)",
+      quote="The client answers with a Tune frame with the settings he agrees on, possibly "
+            "adjusted from the server’s suggestions."),
     R("RMQS-TUNE-002", "Tune", "MUST",
       "the client answers Tune with the settings it agrees on, possibly adjusted",
-      untestable=_CLIENT),
-    R("RMQS-HB-001", "Heartbeat", "MUST", "a Heartbeat from the client gets no response"),
+      untestable=_CLIENT,
+      quote="The client answers with a Tune frame with the settings he agrees on, possibly "
+            "adjusted from the server’s suggestions."),
+    R("RMQS-HB-001", "Heartbeat", "MUST", "a Heartbeat from the client gets no response",
+      quote="Heartbeat Client & Server 23 No"),
     R("RMQS-HB-002", "Heartbeat", "MUST",
-      "with a non-zero negotiated heartbeat an idle server sends Heartbeat (key 23, no content)"),
+      "with a non-zero negotiated heartbeat an idle server sends Heartbeat (key 23, no content)",
+      quote="Heartbeat => Key Version Key => uint16 // 23 Version => uint16"),
     R("RMQS-HB-003", "Heartbeat", "SHOULD",
-      "a client silent for a few heartbeat periods is disconnected", source="SPEC_NOTES"),
+      "a client silent for a few heartbeat periods is disconnected", source="SPEC_NOTES",
+      quote=_REAL_DEFAULTS,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say that a silent client is disconnected; "
+                 "closest: the real server's heartbeat default"),
     R("RMQS-HB-004", "Heartbeat", "SHOULD",
-      "a client that sends Heartbeat frames stays connected past that time", source="SPEC_NOTES"),
+      "a client that sends Heartbeat frames stays connected past that time", source="SPEC_NOTES",
+      quote=_REAL_DEFAULTS,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say that a client sending Heartbeats stays "
+                 "connected; closest: the real server's heartbeat default"),
     R("RMQS-HB-005", "Tune", "MUST",
       "a heartbeat of 0 means no heartbeat",
       untestable="a bounded wait cannot prove that a Heartbeat never comes (a server using its "
                  "own 60 s period would pass any short wait); tests/test_rmqs_session.py checks "
-                 "the reference broker"),
+                 "the reference broker",
+      quote="Heartbeat => uint32 // in seconds, 0 means no heartbeat"),
     R("RMQS-CLOSE-001", "Close", "MUST",
-      "a client's Close gets a CloseResponse with code 1 and the Close's correlation id"),
+      "a client's Close gets a CloseResponse with code 1 and the Close's correlation id",
+      quote="CloseResponse => Key Version CorrelationId ResponseCode Key => uint16 // 22"),
     R("RMQS-CLOSE-002", "Close", "SHOULD",
-      "after answering the client's Close the server closes the connection", source="SPEC_NOTES"),
+      "after answering the client's Close the server closes the connection", source="SPEC_NOTES",
+      quote=_UNKNOWN_KEY,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say that the server closes the connection "
+                 "after answering a client's Close; closest: the real server's Close on an "
+                 "unknown key, after which it disconnects"),
     R("RMQS-CLOSE-003", "Close", "MUST",
-      "the client answers the server's Close with a CloseResponse", untestable=_CLIENT),
+      "the client answers the server's Close with a CloseResponse", untestable=_CLIENT,
+      quote="Close Client & Server 22 Yes"),
     # Create / Delete
-    R("RMQS-STREAM-001", "Create", "MUST", "Create of a new stream gets code 1"),
+    R("RMQS-STREAM-001", "Create", "MUST", "Create of a new stream gets code 1",
+      quote="Create => Key Version CorrelationId Stream Arguments"),
     R("RMQS-STREAM-002", "Response Codes", "MUST",
-      "Create of an existing stream with the same arguments gets code 5 (stream already exists)"),
+      "Create of an existing stream with the same arguments gets code 5 (stream already exists)",
+      quote="Stream already exists 5"),
     R("RMQS-STREAM-003", "Response Codes", "SHOULD",
       "Create of an existing stream with different arguments gets code 17 (precondition failed)",
-      source="SPEC_NOTES"),
+      source="SPEC_NOTES",
+      quote="re-creating a stream with different arguments gives PreconditionFailed (17), with "
+            "the same ones StreamAlreadyExists (5);"),
     R("RMQS-STREAM-004", "Create", "SHOULD",
-      "Create with an empty name gets code 17", source="SPEC_NOTES"),
+      "Create with an empty name gets code 17", source="SPEC_NOTES",
+      quote="re-creating a stream with different arguments gives PreconditionFailed (17), with "
+            "the same ones StreamAlreadyExists (5);",
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say what Create with an empty name gets; "
+                 "closest: the real server's other PreconditionFailed (17)"),
     R("RMQS-STREAM-005", "Create", "MUST",
       "Create accepts arguments (max-length-bytes, max-age, stream-max-segment-size-bytes) "
-      "with valid values"),
+      "with valid values",
+      quote="Arguments => [Argument] Argument => Key Value Key => string Value => string"),
     R("RMQS-STREAM-006", "Create", "SHOULD",
-      "an argument the server does not know is ignored (code 1)", source="SPEC_NOTES"),
+      "an argument the server does not know is ignored (code 1)", source="SPEC_NOTES",
+      quote="re-creating a stream with different arguments gives PreconditionFailed (17), with "
+            "the same ones StreamAlreadyExists (5);",
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say that an unknown Create argument is "
+                 "ignored; closest: its fact on how the real server treats Create's arguments"),
     R("RMQS-STREAM-007", "Delete", "MUST",
-      "Delete of an existing stream gets code 1 and the stream is gone"),
-    R("RMQS-STREAM-008", "Response Codes", "MUST", "Delete of a missing stream gets code 2"),
+      "Delete of an existing stream gets code 1 and the stream is gone",
+      quote="Delete => Key Version CorrelationId Stream"),
+    R("RMQS-STREAM-008", "Response Codes", "MUST", "Delete of a missing stream gets code 2",
+      quote=_STREAM_DOES_NOT_EXIST),
     # Metadata / MetadataUpdate
     R("RMQS-META-001", "Metadata", "MUST",
-      "each requested stream gets one entry (in any order) named as asked"),
+      "each requested stream gets one entry (in any order) named as asked",
+      quote="MetadataQuery => Key Version CorrelationId [Stream]"),
     R("RMQS-META-002", "Metadata", "MUST",
       "an existing stream's entry has code 1 and a leader that references a broker of the "
-      "response (host and port)"),
-    R("RMQS-META-003", "Metadata", "MUST", "a missing stream's entry has code 2"),
-    R("RMQS-META-004", "Metadata", "MUST", "a query for no stream gets no entry"),
+      "response (host and port)",
+      quote="Broker => Reference Host Port Reference => uint16 Host => string Port => uint32"),
+    R("RMQS-META-003", "Metadata", "MUST", "a missing stream's entry has code 2",
+      quote="StreamMetadata => StreamName LeaderReference ReplicasReferences StreamName => "
+            "string ResponseCode => uint16"),
+    R("RMQS-META-004", "Metadata", "MUST", "a query for no stream gets no entry",
+      quote="MetadataQuery => Key Version CorrelationId [Stream]"),
     R("RMQS-META-005", "Metadata", "SHOULD",
       "an entry is Name, Code, Leader, [Replicas] with 0-based broker references; a missing "
-      "stream's leader is 0xFFFF", source="SPEC_NOTES"),
+      "stream's leader is 0xFFFF", source="SPEC_NOTES",
+      quote="Metadata entries: Name, Code, Leader, [Replicas]; broker references are 0-based."),
     R("RMQS-META-006", "MetadataUpdate", "MUST",
       "after a Delete, every connection with a publisher or a subscription on the stream gets "
-      "MetadataUpdate(6, stream)"),
+      "MetadataUpdate(6, stream)",
+      quote="MetadataUpdate => Key Version MetadataInfo Key => uint16 // 16 Version => uint16 "
+            "MetadataInfo => Code Stream Code => uint16 // code to identify the information "
+            "Stream => string // the stream implied"),
     R("RMQS-META-007", "MetadataUpdate", "SHOULD",
       "after that MetadataUpdate the connection's subscriptions and publishers on the stream "
-      "are gone (Unsubscribe gets 4, Publish gets PublishError 18)", source="SPEC_NOTES"),
+      "are gone (Unsubscribe gets 4, Publish gets PublishError 18)", source="SPEC_NOTES",
+      quote="publishing with an undeclared publisher id gives PublishError 18.",
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say what becomes of a connection's "
+                 "publishers and subscriptions after a MetadataUpdate; closest: what publishing "
+                 "with an undeclared publisher id gets"),
     R("RMQS-META-008", "MetadataUpdate", "SHOULD",
       "a connection that neither publishes to nor consumes from the deleted stream gets no "
-      "MetadataUpdate", source="SPEC_NOTES"),
+      "MetadataUpdate", source="SPEC_NOTES",
+      quote=_REAL_SERVER_RULES,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say which connections get a MetadataUpdate; "
+                 "closest: that the real server is the authority"),
     # Publishers and publishing
     R("RMQS-PUB-001", "DeclarePublisher", "MUST",
-      "DeclarePublisher on an existing stream gets code 1, with or without a reference"),
+      "DeclarePublisher on an existing stream gets code 1, with or without a reference",
+      quote="DeclarePublisherRequest => Key Version CorrelationId PublisherId "
+            "[PublisherReference] Stream"),
     R("RMQS-PUB-002", "Response Codes", "MUST",
-      "DeclarePublisher on a missing stream gets code 2"),
+      "DeclarePublisher on a missing stream gets code 2",
+      quote=_STREAM_DOES_NOT_EXIST),
     R("RMQS-PUB-003", "DeclarePublisher", "SHOULD",
       "DeclarePublisher with a publisher id already declared on the connection gets code 17",
-      source="SPEC_NOTES"),
+      source="SPEC_NOTES",
+      quote=_PUBLISHER_REFERENCE,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say what redeclaring a publisher id gets; "
+                 "closest: its fact on DeclarePublisher"),
     R("RMQS-PUB-004", "DeclarePublisher", "SHOULD",
       "DeclarePublisher with a reference another publisher of the stream on the same connection "
-      "holds gets code 17 (RabbitMQ 3.10 lets other connections share it)", source="SPEC_NOTES"),
+      "holds gets code 17 (RabbitMQ 3.10 lets other connections share it)", source="SPEC_NOTES",
+      quote=_PUBLISHER_REFERENCE,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say what a publisher reference already held "
+                 "on the connection gets; closest: its fact on DeclarePublisher's reference"),
     R("RMQS-PUB-005", "DeletePublisher", "MUST",
       "DeletePublisher of a declared publisher gets code 1; its id is free again and publishing "
-      "with it gets PublishError 18 until it is declared again"),
+      "with it gets PublishError 18 until it is declared again",
+      quote="DeletePublisherRequest => Key Version CorrelationId PublisherId"),
     R("RMQS-PUB-006", "Response Codes", "MUST",
-      "DeletePublisher of an unknown publisher id gets code 18"),
+      "DeletePublisher of an unknown publisher id gets code 18",
+      quote="Publisher does not exist 18"),
     R("RMQS-PUB-007", "PublishConfirm", "MUST",
       "every publishing id of a Publish is confirmed exactly once by PublishConfirm (key 3) "
-      "with the publisher id (in one or several frames)"),
+      "with the publisher id (in one or several frames)",
+      quote="PublishingIds => [uint64] // to correlate with the messages sent"),
     R("RMQS-PUB-008", "PublishError", "MUST",
       "Publish with an undeclared publisher id gets PublishError (key 4) with the publisher id "
-      "and code 18 for every publishing id"),
+      "and code 18 for every publishing id",
+      quote="PublishingError => PublishingId Code PublishingId => uint64 Code => uint16 // code "
+            "to identify the problem"),
     R("RMQS-PUB-009", "Publish", "MUST",
       "published messages are stored in order with their bytes unchanged (empty and binary "
-      "bodies included)"),
+      "bodies included)",
+      quote="PublishedMessages => [PublishedMessage] PublishedMessage => PublishingId Message "
+            "PublishingId => uint64 Message => bytes"),
     R("RMQS-PUB-010", "Publish", "SHOULD",
       "a sub-batch entry (0x80 | compression) of N records is one entry spanning N offsets, "
-      "confirmed under its one publishing id", source="SPEC_NOTES"),
+      "confirmed under its one publishing id", source="SPEC_NOTES",
+      quote="a sub-entry batch of N messages is one entry spanning N offsets;"),
     R("RMQS-PUB-011", "QueryPublisherSequence", "MUST",
       "QueryPublisherSequence gets code 1 and the highest publishing id stored under the "
-      "reference"),
+      "reference",
+      quote="QueryPublisherResponse => Key Version CorrelationId ResponseCode Sequence"),
     R("RMQS-PUB-012", "QueryPublisherSequence", "SHOULD",
       "QueryPublisherSequence of an unknown reference gets code 1 and sequence 0",
-      source="SPEC_NOTES"),
+      source="SPEC_NOTES",
+      quote=_PUBLISHER_REFERENCE,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say what QueryPublisherSequence of an "
+                 "unknown reference gets; closest: its fact on publisher references"),
     R("RMQS-PUB-013", "Response Codes", "MUST",
-      "QueryPublisherSequence on a missing stream gets code 2"),
+      "QueryPublisherSequence on a missing stream gets code 2",
+      quote=_STREAM_DOES_NOT_EXIST),
     R("RMQS-PUB-014", "DeclarePublisher", "SHOULD",
       "with a reference, a message whose publishing id is not above the last stored one (in "
       "an earlier Publish or earlier in the same one) is confirmed but not stored again",
-      source="SPEC_NOTES"),
+      source="SPEC_NOTES",
+      quote=_PUBLISHER_REFERENCE,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say how the real server deduplicates by "
+                 "publisher reference; closest: its fact on publisher references"),
     R("RMQS-PUB-015", "DeclarePublisher", "SHOULD",
-      "without a reference nothing is deduplicated", source="SPEC_NOTES"),
+      "without a reference nothing is deduplicated", source="SPEC_NOTES",
+      quote=_PUBLISHER_REFERENCE,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say how the real server deduplicates by "
+                 "publisher reference; closest: its fact on publisher references"),
     R("RMQS-PUB-016", "DeclarePublisher", "SHOULD",
       "the sequence of a reference outlives its publisher: a new publisher with the reference "
-      "continues it", source="SPEC_NOTES"),
+      "continues it", source="SPEC_NOTES",
+      quote=_PUBLISHER_REFERENCE,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say how the real server deduplicates by "
+                 "publisher reference; closest: its fact on publisher references"),
     # Storage across a crash: the document names confirms and stored offsets and sequences but
     # says nothing of a crash; streams are RabbitMQ's persistent logs, so the kit reads "stored"
     # as outliving the server process (source "reading": SHOULD). Tested only when the kit runs
@@ -220,149 +390,231 @@ REQUIREMENTS = (
     R("RMQS-STORE-001", "PublishConfirm", "SHOULD",
       "a message confirmed by PublishConfirm is stored: after a crash (kill -9, restart on the "
       "same data) a subscription from the first offset delivers it, in order, bytes unchanged",
-      source="reading"),
+      source="reading",
+      quote="PublishConfirm => Key Version PublishingIds"),
     R("RMQS-STORE-002", "StoreOffset", "SHOULD",
       "an offset stored by StoreOffset, once QueryOffset returns it, is returned by QueryOffset "
-      "after a crash", source="reading"),
+      "after a crash", source="reading",
+      quote="StoreOffset => Key Version Reference Stream Offset"),
     R("RMQS-STORE-003", "QueryPublisherSequence", "SHOULD",
       "the sequence stored under a publisher reference survives a crash: QueryPublisherSequence "
       "returns the highest confirmed publishing id, and a message sent again with an id not "
-      "above it is confirmed but not stored twice", source="reading"),
+      "above it is confirmed but not stored twice", source="reading",
+      quote="QueryPublisherResponse => Key Version CorrelationId ResponseCode Sequence"),
     R("RMQS-PUB-017", "DeclarePublisher", "MUST",
-      "a publisher reference has at most 256 characters", untestable=_CLIENT),
+      "a publisher reference has at most 256 characters", untestable=_CLIENT,
+      quote="PublisherReference => string // max 256 characters"),
     # Subscribe / Credit / Unsubscribe
     R("RMQS-SUB-001", "Subscribe", "MUST",
-      "Subscribe to an existing stream gets code 1, then Deliver frames for that subscription"),
-    R("RMQS-SUB-002", "Subscribe", "MUST", "offset type 1 (first) delivers from the first chunk"),
+      "Subscribe to an existing stream gets code 1, then Deliver frames for that subscription",
+      quote="Subscribe => Key Version CorrelationId SubscriptionId Stream OffsetSpecification "
+            "Credit Properties"),
+    R("RMQS-SUB-002", "Subscribe", "MUST", "offset type 1 (first) delivers from the first chunk",
+      quote=_OFFSET_TYPES),
     R("RMQS-SUB-003", "Subscribe", "MUST",
       "offset type 2 (last) delivers from the last chunk (SPEC_NOTES.md: the last chunk, "
-      "not only its last message)"),
+      "not only its last message)",
+      quote=_OFFSET_TYPES),
     R("RMQS-SUB-004", "Subscribe", "MUST",
-      "offset type 3 (next) delivers only what is published after the subscription"),
+      "offset type 3 (next) delivers only what is published after the subscription",
+      quote=_OFFSET_TYPES),
     R("RMQS-SUB-005", "Subscribe", "MUST",
-      "offset type 4 (offset N) delivers from the chunk that holds offset N"),
+      "offset type 4 (offset N) delivers from the chunk that holds offset N",
+      quote=_OFFSET_TYPES),
     R("RMQS-SUB-006", "Subscribe", "SHOULD",
-      "an offset beyond the end of the stream waits for the next message", source="SPEC_NOTES"),
+      "an offset beyond the end of the stream waits for the next message", source="SPEC_NOTES",
+      quote="Subscribe: the offset field is present only for OffsetType 4 (u64) and 5 (i64).",
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say what an offset beyond the end of the "
+                 "stream does; closest: its fact on Subscribe's offset"),
     R("RMQS-SUB-007", "Subscribe", "MUST",
       "offset type 5 (timestamp T, ms) delivers from the first chunk whose timestamp is at "
-      "least T"),
+      "least T",
+      quote=_OFFSET_TYPES),
     R("RMQS-SUB-008", "Response Codes", "MUST",
-      "Subscribe with a subscription id in use on the connection gets code 3"),
-    R("RMQS-SUB-009", "Response Codes", "MUST", "Subscribe to a missing stream gets code 2"),
+      "Subscribe with a subscription id in use on the connection gets code 3",
+      quote="Subscription ID already exists 3"),
+    R("RMQS-SUB-009", "Response Codes", "MUST", "Subscribe to a missing stream gets code 2",
+      quote=_STREAM_DOES_NOT_EXIST),
     R("RMQS-SUB-010", "Subscribe", "SHOULD",
-      "the Offset field is present only for offset types 4 and 5", source="SPEC_NOTES"),
+      "the Offset field is present only for offset types 4 and 5", source="SPEC_NOTES",
+      quote="Subscribe: the offset field is present only for OffsetType 4 (u64) and 5 (i64)."),
     R("RMQS-SUB-011", "Subscribe", "SHOULD",
-      "a Subscribe without the properties count is accepted", source="SPEC_NOTES"),
+      "a Subscribe without the properties count is accepted", source="SPEC_NOTES",
+      quote="Subscribe: the offset field is present only for OffsetType 4 (u64) and 5 (i64).",
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say that a Subscribe without the properties "
+                 "count is accepted; closest: its fact on Subscribe's layout on the real server"),
     R("RMQS-SUB-012", "Subscribe", "MUST",
-      "Subscribe carries properties (string key/value pairs) and is accepted with them"),
+      "Subscribe carries properties (string key/value pairs) and is accepted with them",
+      quote="Properties => [Property] Property => Key Value Key => string Value => string"),
     R("RMQS-SUB-013", "Subscribe", "MUST",
-      "a subscription with credit receives messages published after it, from any connection"),
+      "a subscription with credit receives messages published after it, from any connection",
+      quote="Deliver => Key Version SubscriptionId OsirisChunk"),
     R("RMQS-CREDIT-001", "Credit", "MUST",
-      "nothing is delivered to a subscription without credit"),
+      "nothing is delivered to a subscription without credit",
+      quote=_CREDIT_FIELD,
+      level_note=_CREDIT_NOTE),
     R("RMQS-CREDIT-002", "Credit", "MUST",
-      "credit counts chunks: each Deliver uses one credit"),
+      "credit counts chunks: each Deliver uses one credit",
+      quote=_CREDIT_FIELD,
+      level_note=_CREDIT_NOTE),
     R("RMQS-CREDIT-003", "Credit", "MUST",
-      "Credit adds credit to a subscription and delivery resumes; it gets no response"),
+      "Credit adds credit to a subscription and delivery resumes; it gets no response",
+      quote="NB: the server sent a response only in case of problem, e.g. crediting an unknown "
+            "subscription."),
     R("RMQS-CREDIT-004", "Credit", "MUST",
       "Credit for an unknown subscription gets CreditResponse (key 0x8009: code 4 and the "
-      "subscription id, no correlation id)"),
+      "subscription id, no correlation id)",
+      quote="CreditResponse => Key Version ResponseCode SubscriptionId"),
     R("RMQS-UNSUB-001", "Unsubscribe", "MUST",
       "Unsubscribe gets code 1; nothing more is delivered to that subscription and its id can "
-      "be used again"),
+      "be used again",
+      quote="Unsubscribe => Key Version CorrelationId SubscriptionId"),
     R("RMQS-UNSUB-002", "Response Codes", "MUST",
-      "Unsubscribe of an unknown subscription id gets code 4"),
+      "Unsubscribe of an unknown subscription id gets code 4",
+      quote="Subscription ID does not exist 4"),
     # Deliver and the chunk
     R("RMQS-DELIVER-001", "Deliver", "MUST",
       "Deliver is key 8, version 1 (before any version exchange), the subscription id, then "
-      "one chunk"),
+      "one chunk",
+      quote="Deliver => Key Version SubscriptionId OsirisChunk"),
     R("RMQS-DELIVER-002", "Deliver", "MUST",
       "the chunk header is 48 bytes: magic/version 0x5X, chunk type 0 (user), NumEntries, "
       "NumRecords, Timestamp, Epoch, ChunkFirstOffset, ChunkCrc, DataLength, TrailerLength, "
-      "BloomSize, 3 reserved bytes", source="SPEC_NOTES"),
+      "BloomSize, 3 reserved bytes", source="SPEC_NOTES",
+      quote="Deliver's chunk header is 48 bytes: magic/version 0x50, ChunkType u8, NumEntries "
+            "u16, NumRecords u32, Timestamp i64 (ms), Epoch u64, ChunkFirstOffset u64, ChunkCrc "
+            "u32, DataLength u32, TrailerLength u32, BloomSize u8 + 3 reserved;"),
     R("RMQS-DELIVER-003", "Deliver", "MUST",
       "ChunkCrc is the CRC-32 (zlib.crc32) of the DataLength bytes of entries",
-      source="SPEC_NOTES"),
+      source="SPEC_NOTES",
+      quote="ChunkCrc = zlib.crc32 of the entry data."),
     R("RMQS-DELIVER-004", "Deliver", "MUST",
       "NumEntries is the number of entries in the data and NumRecords the number of messages "
-      "they hold (a sub-batch counts its records)"),
+      "they hold (a sub-batch counts its records)",
+      quote="NumEntries => uint16 NumRecords => uint32"),
     R("RMQS-DELIVER-005", "Deliver", "MUST",
       "ChunkFirstOffset is the offset of the chunk's first message; a subscription's chunks "
       "come in offset order, each starting where the previous one ended (SPEC_NOTES.md: on "
-      "RabbitMQ a StoreOffset takes an offset too, so the suite checks streams without one)"),
+      "RabbitMQ a StoreOffset takes an offset too, so the suite checks streams without one)",
+      quote="ChunkFirstOffset => uint64"),
     R("RMQS-DELIVER-006", "Deliver", "SHOULD",
       "the Deliver frame ends after the entries: header, bloom filter, data, no trailer bytes",
-      source="SPEC_NOTES"),
+      source="SPEC_NOTES",
+      quote="BloomSize u8 + 3 reserved; then DataLength bytes of entries."),
     R("RMQS-DELIVER-007", "Deliver", "MUST",
-      "a simple entry is a uint32 size (top bit clear) then the message bytes"),
+      "a simple entry is a uint32 size (top bit clear) then the message bytes",
+      quote="Message => EntryTypeAndSize Data => bytes"),
     R("RMQS-DELIVER-008", "Deliver", "SHOULD",
-      "chunk timestamps (ms) do not decrease along the stream", source="SPEC_NOTES"),
+      "chunk timestamps (ms) do not decrease along the stream", source="SPEC_NOTES",
+      quote=_REAL_SERVER_RULES,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say that chunk timestamps do not decrease; "
+                 "closest: that the real server is the authority (its chunks carry a Timestamp "
+                 "i64 in ms)"),
     R("RMQS-DELIVER-009", "Deliver", "MUST",
       "the client skips the messages of the first chunk that precede the offset it asked for",
-      untestable=_CLIENT),
+      untestable=_CLIENT,
+      quote=_OFFSET_TYPES,
+      level_note="NOT IN SOURCE: the document does not say it; it follows from Subscribe naming "
+                 "an offset while Deliver carries whole chunks (ChunkFirstOffset)"),
     # StoreOffset / QueryOffset
-    R("RMQS-OFFSET-001", "StoreOffset", "MUST", "StoreOffset gets no response"),
+    R("RMQS-OFFSET-001", "StoreOffset", "MUST", "StoreOffset gets no response",
+      quote="StoreOffset Client 10 No"),
     R("RMQS-OFFSET-002", "QueryOffset", "MUST",
       "QueryOffset gets code 1 and the offset last stored under the reference for the stream "
-      "(a later store wins, even a lower offset)"),
+      "(a later store wins, even a lower offset)",
+      quote="QueryOffsetResponse => Key Version CorrelationId ResponseCode Offset"),
     R("RMQS-OFFSET-003", "QueryOffset", "MUST",
-      "stored offsets are per reference and per stream"),
+      "stored offsets are per reference and per stream",
+      quote="QueryOffsetRequest => Key Version CorrelationId Reference Stream"),
     R("RMQS-OFFSET-004", "QueryOffset", "MUST",
       "QueryOffset of a reference with no stored offset is not answered with code 1 (a client "
-      "must tell \"none\" from offset 0)"),
+      "must tell \"none\" from offset 0)",
+      quote="QueryOffsetResponse => Key Version CorrelationId ResponseCode Offset",
+      level_note="NOT IN SOURCE: the document does not say what QueryOffset of a reference with "
+                 "nothing stored gets; an Offset of 0 with code 1 would be read as a stored "
+                 "offset 0"),
     R("RMQS-OFFSET-005", "QueryOffset", "SHOULD",
-      "that code is 19 (no offset)", source="SPEC_NOTES"),
-    R("RMQS-OFFSET-006", "Response Codes", "MUST", "QueryOffset on a missing stream gets code 2"),
+      "that code is 19 (no offset)", source="SPEC_NOTES",
+      quote=_STORE_OFFSET_FACT,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say which code QueryOffset of a reference "
+                 "with nothing stored gets (19); closest: its fact on StoreOffset"),
+    R("RMQS-OFFSET-006", "Response Codes", "MUST", "QueryOffset on a missing stream gets code 2",
+      quote=_STREAM_DOES_NOT_EXIST),
     R("RMQS-OFFSET-007", "StoreOffset", "SHOULD",
       "StoreOffset to a missing stream is ignored: no response, the connection stays open",
-      source="SPEC_NOTES"),
+      source="SPEC_NOTES",
+      quote=_STORE_OFFSET_FACT,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say what StoreOffset to a missing stream "
+                 "gets; closest: its fact on StoreOffset"),
     R("RMQS-OFFSET-008", "StoreOffset", "MUST",
-      "an offset reference has at most 256 characters", untestable=_CLIENT),
+      "an offset reference has at most 256 characters", untestable=_CLIENT,
+      quote="Reference => string // max 256 characters"),
     # Route / Partitions
     R("RMQS-ROUTE-001", "Route", "MUST",
-      "Route gets one response with its correlation id"),
+      "Route gets one response with its correlation id",
+      quote="RouteQuery => Key Version CorrelationId RoutingKey SuperStream"),
     R("RMQS-ROUTE-002", "Route", "SHOULD",
       "the Route response is a code then an array of streams: code 2 and no stream for a "
-      "missing super stream", source="SPEC_NOTES"),
+      "missing super stream", source="SPEC_NOTES",
+      quote=_REAL_SERVER_RULES,
+      level_note="NOT IN SOURCE: SPEC_NOTES does not say the real Route response's layout; "
+                 "closest: that the real server is the authority where the document errs"),
     R("RMQS-ROUTE-003", "Frame Structure", "MUST",
       "Route and Partitions responses have the response bit (profile feature "
-      "route_response_bit: RabbitMQ 3.10 answers with the request key)"),
+      "route_response_bit: RabbitMQ 3.10 answers with the request key)",
+      quote="Keys are uint16, but the actual value is defined on the last 15 bits, the most "
+            "significant bit being used to make the difference between a request (0) and a "
+            "response (1)."),
     R("RMQS-ROUTE-004", "Route", "MUST",
-      "Route of a super stream's binding key gets code 1 and that partition"),
+      "Route of a super stream's binding key gets code 1 and that partition",
+      quote="RouteResponse => Key Version CorrelationId Stream"),
     R("RMQS-PART-001", "Partitions", "MUST",
       "Partitions gets one response with its correlation id: code 2 and no stream for a "
-      "missing super stream or a plain stream"),
+      "missing super stream or a plain stream",
+      quote="PartitionsQuery => Key Version CorrelationId SuperStream"),
     R("RMQS-PART-002", "Partitions", "MUST",
-      "Partitions of a super stream gets code 1 and its partitions in order"),
+      "Partitions of a super stream gets code 1 and its partitions in order",
+      quote="PartitionsResponse => Key Version CorrelationId [Stream]"),
     # Commands newer than the document (keys 26-30; profile feature keys_26_30)
     R("RMQS-NEW-001", _NOTES, "MUST",
       "ExchangeCommandVersions (27) gets code 1 and (key, min, max) for the keys the server "
-      "knows, Publish and Deliver among them, min <= max", source="SPEC_NOTES"),
+      "knows, Publish and Deliver among them, min <= max", source="SPEC_NOTES",
+      quote=_NEWER_COMMANDS),
     R("RMQS-NEW-002", _NOTES, "SHOULD",
       "once the client announces Deliver version 2, Deliver frames are version 2 and carry "
-      "CommittedChunkId before the chunk", source="SPEC_NOTES"),
+      "CommittedChunkId before the chunk", source="SPEC_NOTES",
+      quote=_NEWER_COMMANDS),
     R("RMQS-NEW-003", _NOTES, "SHOULD",
       "Publish version 2 (a filter value per message) is confirmed like version 1",
-      source="SPEC_NOTES"),
+      source="SPEC_NOTES",
+      quote=_NEWER_COMMANDS),
     R("RMQS-NEW-004", _NOTES, "MUST",
       "StreamStats (28) gets code 1 and statistics (first_chunk_id, committed_chunk_id) for an "
-      "existing stream, code 2 for a missing one", source="SPEC_NOTES"),
+      "existing stream, code 2 for a missing one", source="SPEC_NOTES",
+      quote=_NEWER_COMMANDS),
     R("RMQS-NEW-005", _NOTES, "MUST",
       "CreateSuperStream (29) gets code 1 and creates its partitions as streams",
-      source="SPEC_NOTES"),
+      source="SPEC_NOTES",
+      quote=_NEWER_COMMANDS),
     R("RMQS-NEW-006", _NOTES, "SHOULD",
-      "CreateSuperStream of an existing super stream gets code 5", source="SPEC_NOTES"),
+      "CreateSuperStream of an existing super stream gets code 5", source="SPEC_NOTES",
+      quote=_NEWER_COMMANDS),
     R("RMQS-NEW-007", _NOTES, "MUST",
       "DeleteSuperStream (30) gets code 1 and deletes its partitions; code 2 for a missing one",
-      source="SPEC_NOTES"),
+      source="SPEC_NOTES",
+      quote=_NEWER_COMMANDS),
     R("RMQS-NEW-008", _NOTES, "MUST",
       "with single-active-consumer, the server sends ConsumerUpdate (26) to the consumer that "
       "becomes active and delivers from the offset specification of the client's answer; the "
-      "other consumers of the group get nothing until promoted", source="SPEC_NOTES"),
+      "other consumers of the group get nothing until promoted", source="SPEC_NOTES",
+      quote=_NEWER_COMMANDS),
     R("RMQS-NEW-009", _NOTES, "MUST",
       "a client request with key 26 (a server-to-client command) gets Close(13)",
-      source="SPEC_NOTES"),
+      source="SPEC_NOTES",
+      quote=_NEWER_COMMANDS),
     R("RMQS-NEW-010", _NOTES, "MUST",
       "the client answers the server's ConsumerUpdate (26) with a ConsumerUpdateResponse of the "
       "same correlation id before it closes (\"Expects response? Yes\", as every server request)",
-      source="SPEC_NOTES", untestable=_CLIENT),
+      source="SPEC_NOTES", untestable=_CLIENT,
+      quote=_NEWER_COMMANDS),
 )
