@@ -1,7 +1,7 @@
 """Run every hardening soak: ``python -m soak.run [--quick] [--only NAME ...] [--out FILE]``.
 
 Each module (``soak.hostile_targets``, ``soak.hostile_clients``, ``soak.durability``,
-``soak.load``) runs in turn; its result goes to ``reports/soak/<name>.json`` and all of them,
+``soak.load``, ``soak.transport``) runs in turn; its result goes to ``reports/soak/<name>.json`` and all of them,
 with the machine, to ``reports/soak.json``. The exit code is non-zero when any module's ``ok``
 is false or a module raised (its traceback is kept in the summary, and the others still run:
 one broken run must not hide the others' results). ``make soak`` runs the full versions;
@@ -25,7 +25,7 @@ from benchmarks.run import machine  # noqa: E402
 from soak.common import write_result  # noqa: E402
 
 #: In the order they run: the kit first (it needs no broker), then the brokers.
-MODULES = ("hostile_targets", "hostile_clients", "durability", "load")
+MODULES = ("hostile_targets", "hostile_clients", "durability", "load", "transport")
 
 
 def run_one(name: str, quick: bool, outdir: str) -> dict:

@@ -86,9 +86,9 @@ class _Burners:
 
 
 def suite_verdicts(protocol: str, mode: str, workdir: str, pytest_args: tuple = (),
-                   workers: int = 2) -> dict:
+                   workers: int = 2, options: dict | None = None) -> dict:
     """``{"verdicts": {nodeid: verdict}, "seconds": s}`` of ``protocol``'s suite against a
-    reference broker served in ``mode``."""
+    reference broker served in ``mode`` (``options``: more scenario options)."""
     port = free_port()
     serve = [sys.executable, "-m", "wirecheck", "serve", "--protocol", protocol, "--port", str(port)]
     if protocol == "signalr":
@@ -97,9 +97,9 @@ def suite_verdicts(protocol: str, mode: str, workdir: str, pytest_args: tuple = 
     if mode == "extra" and scenario is None:
         raise ValueError(f"{protocol} has no frames a server may send at any moment")
     if scenario is not None:
-        name, options = scenario
+        name, defaults = scenario
         serve += ["--check-clients", "--scenario", name]
-        for key, value in options.items():
+        for key, value in {**defaults, **(options or {})}.items():
             serve += ["--scenario-option", f"{key}={value}"]
     report = os.path.join(workdir, f"{protocol}-{mode}.json")
     target = f"http://127.0.0.1:{port}/hub" if protocol == "signalr" else f"127.0.0.1:{port}"

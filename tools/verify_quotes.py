@@ -52,9 +52,12 @@ _DEFAULT_NOTES = ("SPEC_NOTES.md",)
 def source_files(protocol: str, source: str) -> tuple[str, ...]:
     """Files (relative to the shared directory) a requirement of ``source`` may quote.
 
-    A "reading" quotes the document sentence it starts from, so it is looked up there."""
+    A "reading" quotes the sentence it starts from: in the document, or the fact about real
+    implementations it reads further (SPEC_NOTES)."""
     if source == "SPEC_NOTES":
         return NOTES.get(protocol, _DEFAULT_NOTES)
+    if source == "reading":
+        return (DOCUMENTS[protocol], *NOTES.get(protocol, _DEFAULT_NOTES))
     return (DOCUMENTS[protocol],)
 
 

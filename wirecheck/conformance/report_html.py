@@ -229,7 +229,8 @@ def _protocol_section(run: Run, proto: str, several: bool) -> str:
         rows.append(f"<tr id='{_requirement_row(anchor, rid)}' class='req' data-proto='{_e(proto)}' "
                     f"data-level='{_e(level)}' data-failed='{failed}'>"
                     f"<td>{link}</td><td>{_e(level)}</td><td>{_e(req.get('section', ''))}</td>"
-                    f"<td>{_e(req.get('summary', ''))}{'<br><i>untestable: ' + _e(note) + '</i>' if note else ''}</td>"
+                    f"<td>{_e(req.get('summary', ''))}{_quote(req)}"
+                    f"{'<br><i>untestable: ' + _e(note) + '</i>' if note else ''}</td>"
                     f"<td>{_badge(verdict)}</td><td class='num'>{len(tests)}</td></tr>")
         if tests:
             details.append(_requirement_detail(proto, rid, req, verdict, tests, rid_anchor))
@@ -243,6 +244,17 @@ def _protocol_section(run: Run, proto: str, several: bool) -> str:
             "<th>verdict</th><th>tests</th></tr>" + "".join(rows) + "</table>"
             "<h3>Cases</h3>" + "".join(details)
             + (_loose_cases(proto, loose, anchor) if loose else "") + "</section>")
+
+
+def _quote(req: dict) -> str:
+    """The sentence the requirement comes from, where from, and why its level differs from the
+    sentence's own word (result files written before quotes were kept have none)."""
+    if not req.get("quote"):
+        return ""
+    where = {"document": "the document", "SPEC_NOTES": "SPEC_NOTES",
+             "reading": "the kit's reading of"}.get(req.get("source", "document"), "")
+    note = f"<br><small>{_e(req['level_note'])}</small>" if req.get("level_note") else ""
+    return f"<br><q class='quote'>{_e(req['quote'])}</q> <small>({_e(where)})</small>{note}"
 
 
 def _target_block(summary: dict) -> str:

@@ -55,5 +55,6 @@ def catalogue(protocol_module: str) -> dict[str, Requirement]:
 def catalogue_data(cat: dict[str, Requirement]) -> dict[str, dict]:
     """A catalogue as plain data (result files carry it, so a report reads them without the
     kit version that wrote them)."""
-    return {i: {"level": r.level, "section": r.section, "summary": r.summary, "untestable": r.untestable}
+    return {i: {"level": r.level, "section": r.section, "summary": r.summary, "untestable": r.untestable,
+                "source": r.source, "quote": r.quote, "level_note": r.level_note}
             for i, r in cat.items()}

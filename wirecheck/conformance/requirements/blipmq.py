@@ -76,9 +76,9 @@ REQUIREMENTS = (
       quote="bad HELLO payload -> `400 \"invalid HELLO payload\"`"),
     R("BLIP-HELLO-005", "HELLO", "SHOULD",
       "after a version mismatch the connection stays open and HELLO may be retried",
-      source="SPEC_NOTES",
+      source="reading",
       quote="second HELLO -> `400 \"HELLO already performed\"`",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say the connection stays open after a "
+      level_note="the kit's reading: SPEC_NOTES does not say the connection stays open after a "
                  "version mismatch; closest fact: a HELLO counts as performed only once it "
                  "succeeds, so a second one is refused only then"),
     R("BLIP-AUTH-001", "AUTH", "MUST",
@@ -103,9 +103,9 @@ REQUIREMENTS = (
       "after HELLO+AUTH the client may send PUBLISH, SUBSCRIBE, POLL and PING",
       quote="After successful HELLO+AUTH: - Client may send PUBLISH, SUBSCRIBE, POLL, and PING."),
     R("BLIP-AUTH-008", "AUTH", "SHOULD",
-      "a failed AUTH may be retried on the same connection", source="SPEC_NOTES",
+      "a failed AUTH may be retried on the same connection", source="reading",
       quote="Before AUTH completes, every frame other than HELLO/AUTH, PING included, gets 401.",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say a failed AUTH may be retried; closest "
+      level_note="the kit's reading: SPEC_NOTES does not say a failed AUTH may be retried; closest "
                  "fact: until AUTH completes only HELLO and AUTH are accepted, so AUTH is still "
                  "open"),
     # PUBLISH

@@ -73,7 +73,7 @@ REQUIREMENTS = (
       "a handshake split over several writes, or followed in the same write by frames, is read "
       "the same",
       quote="A handshake from the client looks like this:",
-      level_note="NOT IN SOURCE: the document has no sentence on how the handshake's bytes "
+      level_note="the document has no sentence on how the handshake's bytes "
                  "arrive; the MUST follows from its length-prefixed layout on a TCP stream"),
     R("MM2-HS-013", "Handshake", "MUST",
       "an extension is a FIELD name with optional FIELD=URL-encoded-value properties; entries "
@@ -109,7 +109,7 @@ REQUIREMENTS = (
       "frames split over writes, or several in one write, are read the same",
       quote="All frames are prefixed with a standard header. The header specifies how the rest "
             "of the frame will look like.",
-      level_note="NOT IN SOURCE: the document has no sentence on how a frame's bytes arrive; the "
+      level_note="the document has no sentence on how a frame's bytes arrive; the "
                  "MUST follows from its length-prefixed frames on a TCP stream"),
     R("MM2-FRAME-006", "MESSAGE", "SHOULD",
       "payloads larger than 1 MiB are sent as several CONTINUED frames",
@@ -254,20 +254,17 @@ REQUIREMENTS = (
       "operator of the document (=, !=, <, <=, >, >=, &, ~) for numbers, dates and text",
       quote="The filter properties allows the server to filter messages for every destination "
             "(by using filters configured by each receiving clients)."),
-    R("MM2-PS-005", "Filtering operators", "MUST",
+    R("MM2-PS-005", "Filtering operators", "SHOULD",
       "text comparison is case sensitive",
-      quote="Text comparison should be case sensitive.",
-      level_note="DISAGREES: the document says \"should\"; nothing makes a case-sensitive "
-                 "comparison needed to interoperate (a server comparing otherwise only delivers "
-                 "more), so the document's word is SHOULD"),
+      quote="Text comparison should be case sensitive."),
     R("MM2-PS-006", "FILTER_VALUE", "MUST",
-      "filter values are typed by a prefix (N number, D date, T URL-encoded text); numbers "
-      "support long values",
+      "filter values are typed by a prefix (N number, D date, T URL-encoded text)",
       quote="Filter values can only be the following simple types. All values have a type "
             "specified prefix (one byte).",
-      level_note="DISAGREES: in part. \"can only be\" restricts the types, so the typed prefix "
-                 "is a MUST; but the summary's \"numbers support long values\" is the document's "
-                 "\"Implementations should support long values.\" (SHOULD)"),
+      level_note="\"can only be\" admits no other form: a value must carry its type prefix"),
+    R("MM2-PS-008", "FILTER_VALUE", "SHOULD",
+      "number filters support long (64-bit) values",
+      quote="Implementations should support long values."),
     R("MM2-PS-007", "Filtering operators", "SHOULD",
       "a filter that cannot be read (no operator, an untyped value, <= on text) gets an ERROR "
       "frame (the kit's reading)",

@@ -106,15 +106,15 @@ REQUIREMENTS = (
       quote="Request => Key Version (CorrelationId) Content Key => uint16 Version => uint16"),
     R("RMQS-FRAME-012", "Frame Structure", "SHOULD",
       "a response key from the client for a request the server never sent gets Close(13)",
-      source="SPEC_NOTES",
+      source="reading",
       quote=_UNKNOWN_KEY,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say what a response key the server never "
+      level_note="the kit's reading: SPEC_NOTES does not say what a response key the server never "
                  "asked for gets; closest: what an unknown command key gets"),
     R("RMQS-FRAME-013", "Frame Structure", "SHOULD",
       "a known command whose content is malformed (truncated) ends the connection (after "
-      "Close(13) if the server sends anything)", source="SPEC_NOTES",
+      "Close(13) if the server sends anything)", source="reading",
       quote="an unknown key, or a frame shorter than 4 bytes, gets Close (13, \"unknown frame\")",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say what a known command with truncated "
+      level_note="the kit's reading: SPEC_NOTES does not say what a known command with truncated "
                  "content gets; closest: what an unknown key or a too short frame gets on "
                  "RabbitMQ 3.10.8"),
     # Authentication sequence
@@ -149,38 +149,38 @@ REQUIREMENTS = (
       quote="SASL mechanism not supported 7"),
     R("RMQS-HS-009", "SaslAuthenticate", "SHOULD",
       "after a failed SaslAuthenticate (code 7, 8 or 9) the server closes the connection",
-      source="SPEC_NOTES",
+      source="reading",
       quote="SaslHandshake request has no Mechanism; SaslAuthenticate response carries challenge "
             "data only when there is one; PLAIN data is `\\0user\\0pass`.",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say that a failed SaslAuthenticate closes "
+      level_note="the kit's reading: SPEC_NOTES does not say that a failed SaslAuthenticate closes "
                  "the connection; closest: its facts on the real SASL exchange"),
     R("RMQS-HS-010", "Response Codes", "MUST",
       "Open with a virtual host the user cannot access gets code 12",
       quote="Virtual host access failure 12"),
     R("RMQS-HS-011", "Open", "SHOULD",
-      "after Open is refused the server closes the connection", source="SPEC_NOTES",
+      "after Open is refused the server closes the connection", source="reading",
       quote="Open's response omits even the property count when there are no properties.",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say that a refused Open closes the "
+      level_note="the kit's reading: SPEC_NOTES does not say that a refused Open closes the "
                  "connection; closest: its fact on the real Open response"),
     R("RMQS-HS-012", "SaslAuthenticate", "SHOULD",
-      "PLAIN data that is not \\0user\\0password gets code 9 (SASL error)", source="SPEC_NOTES",
+      "PLAIN data that is not \\0user\\0password gets code 9 (SASL error)", source="reading",
       quote="PLAIN data is `\\0user\\0pass`.",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say which code PLAIN data of another shape "
+      level_note="the kit's reading: SPEC_NOTES does not say which code PLAIN data of another shape "
                  "gets (9); closest: the shape of PLAIN data"),
     R("RMQS-HS-013", "Tune", "SHOULD",
       "the client's Tune answer is accepted as key 0x8014 or as key 0x0014", source="SPEC_NOTES",
       quote="the client's reply is accepted as key 20 or 0x8014."),
     R("RMQS-HS-014", "Authentication", "SHOULD",
       "a handshake command after Open (PeerProperties, SaslHandshake, SaslAuthenticate, Tune, "
-      "Open) gets Close(13)", source="SPEC_NOTES",
+      "Open) gets Close(13)", source="reading",
       quote=_UNKNOWN_KEY,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say what a handshake command after Open "
+      level_note="the kit's reading: SPEC_NOTES does not say what a handshake command after Open "
                  "gets; closest: what an unknown command key gets"),
     R("RMQS-HS-015", "Open", "SHOULD",
       "the Open response's connection properties name advertised_host and advertised_port",
-      source="SPEC_NOTES",
+      source="reading",
       quote="Open's response omits even the property count when there are no properties.",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say which properties the Open response "
+      level_note="the kit's reading: SPEC_NOTES does not say which properties the Open response "
                  "carries (advertised_host, advertised_port); closest: its fact on the real Open "
                  "response"),
     R("RMQS-HS-016", "Authentication", "MUST",
@@ -212,14 +212,14 @@ REQUIREMENTS = (
       "with a non-zero negotiated heartbeat an idle server sends Heartbeat (key 23, no content)",
       quote="Heartbeat => Key Version Key => uint16 // 23 Version => uint16"),
     R("RMQS-HB-003", "Heartbeat", "SHOULD",
-      "a client silent for a few heartbeat periods is disconnected", source="SPEC_NOTES",
+      "a client silent for a few heartbeat periods is disconnected", source="reading",
       quote=_REAL_DEFAULTS,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say that a silent client is disconnected; "
+      level_note="the kit's reading: SPEC_NOTES does not say that a silent client is disconnected; "
                  "closest: the real server's heartbeat default"),
     R("RMQS-HB-004", "Heartbeat", "SHOULD",
-      "a client that sends Heartbeat frames stays connected past that time", source="SPEC_NOTES",
+      "a client that sends Heartbeat frames stays connected past that time", source="reading",
       quote=_REAL_DEFAULTS,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say that a client sending Heartbeats stays "
+      level_note="the kit's reading: SPEC_NOTES does not say that a client sending Heartbeats stays "
                  "connected; closest: the real server's heartbeat default"),
     R("RMQS-HB-005", "Tune", "MUST",
       "a heartbeat of 0 means no heartbeat",
@@ -231,9 +231,9 @@ REQUIREMENTS = (
       "a client's Close gets a CloseResponse with code 1 and the Close's correlation id",
       quote="CloseResponse => Key Version CorrelationId ResponseCode Key => uint16 // 22"),
     R("RMQS-CLOSE-002", "Close", "SHOULD",
-      "after answering the client's Close the server closes the connection", source="SPEC_NOTES",
+      "after answering the client's Close the server closes the connection", source="reading",
       quote=_UNKNOWN_KEY,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say that the server closes the connection "
+      level_note="the kit's reading: SPEC_NOTES does not say that the server closes the connection "
                  "after answering a client's Close; closest: the real server's Close on an "
                  "unknown key, after which it disconnects"),
     R("RMQS-CLOSE-003", "Close", "MUST",
@@ -251,20 +251,20 @@ REQUIREMENTS = (
       quote="re-creating a stream with different arguments gives PreconditionFailed (17), with "
             "the same ones StreamAlreadyExists (5);"),
     R("RMQS-STREAM-004", "Create", "SHOULD",
-      "Create with an empty name gets code 17", source="SPEC_NOTES",
+      "Create with an empty name gets code 17", source="reading",
       quote="re-creating a stream with different arguments gives PreconditionFailed (17), with "
             "the same ones StreamAlreadyExists (5);",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say what Create with an empty name gets; "
+      level_note="the kit's reading: SPEC_NOTES does not say what Create with an empty name gets; "
                  "closest: the real server's other PreconditionFailed (17)"),
     R("RMQS-STREAM-005", "Create", "MUST",
       "Create accepts arguments (max-length-bytes, max-age, stream-max-segment-size-bytes) "
       "with valid values",
       quote="Arguments => [Argument] Argument => Key Value Key => string Value => string"),
     R("RMQS-STREAM-006", "Create", "SHOULD",
-      "an argument the server does not know is ignored (code 1)", source="SPEC_NOTES",
+      "an argument the server does not know is ignored (code 1)", source="reading",
       quote="re-creating a stream with different arguments gives PreconditionFailed (17), with "
             "the same ones StreamAlreadyExists (5);",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say that an unknown Create argument is "
+      level_note="the kit's reading: SPEC_NOTES does not say that an unknown Create argument is "
                  "ignored; closest: its fact on how the real server treats Create's arguments"),
     R("RMQS-STREAM-007", "Delete", "MUST",
       "Delete of an existing stream gets code 1 and the stream is gone",
@@ -296,16 +296,16 @@ REQUIREMENTS = (
             "Stream => string // the stream implied"),
     R("RMQS-META-007", "MetadataUpdate", "SHOULD",
       "after that MetadataUpdate the connection's subscriptions and publishers on the stream "
-      "are gone (Unsubscribe gets 4, Publish gets PublishError 18)", source="SPEC_NOTES",
+      "are gone (Unsubscribe gets 4, Publish gets PublishError 18)", source="reading",
       quote="publishing with an undeclared publisher id gives PublishError 18.",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say what becomes of a connection's "
+      level_note="the kit's reading: SPEC_NOTES does not say what becomes of a connection's "
                  "publishers and subscriptions after a MetadataUpdate; closest: what publishing "
                  "with an undeclared publisher id gets"),
     R("RMQS-META-008", "MetadataUpdate", "SHOULD",
       "a connection that neither publishes to nor consumes from the deleted stream gets no "
-      "MetadataUpdate", source="SPEC_NOTES",
+      "MetadataUpdate", source="reading",
       quote=_REAL_SERVER_RULES,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say which connections get a MetadataUpdate; "
+      level_note="the kit's reading: SPEC_NOTES does not say which connections get a MetadataUpdate; "
                  "closest: that the real server is the authority"),
     # Publishers and publishing
     R("RMQS-PUB-001", "DeclarePublisher", "MUST",
@@ -317,15 +317,15 @@ REQUIREMENTS = (
       quote=_STREAM_DOES_NOT_EXIST),
     R("RMQS-PUB-003", "DeclarePublisher", "SHOULD",
       "DeclarePublisher with a publisher id already declared on the connection gets code 17",
-      source="SPEC_NOTES",
+      source="reading",
       quote=_PUBLISHER_REFERENCE,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say what redeclaring a publisher id gets; "
+      level_note="the kit's reading: SPEC_NOTES does not say what redeclaring a publisher id gets; "
                  "closest: its fact on DeclarePublisher"),
     R("RMQS-PUB-004", "DeclarePublisher", "SHOULD",
       "DeclarePublisher with a reference another publisher of the stream on the same connection "
-      "holds gets code 17 (RabbitMQ 3.10 lets other connections share it)", source="SPEC_NOTES",
+      "holds gets code 17 (RabbitMQ 3.10 lets other connections share it)", source="reading",
       quote=_PUBLISHER_REFERENCE,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say what a publisher reference already held "
+      level_note="the kit's reading: SPEC_NOTES does not say what a publisher reference already held "
                  "on the connection gets; closest: its fact on DeclarePublisher's reference"),
     R("RMQS-PUB-005", "DeletePublisher", "MUST",
       "DeletePublisher of a declared publisher gets code 1; its id is free again and publishing "
@@ -358,9 +358,9 @@ REQUIREMENTS = (
       quote="QueryPublisherResponse => Key Version CorrelationId ResponseCode Sequence"),
     R("RMQS-PUB-012", "QueryPublisherSequence", "SHOULD",
       "QueryPublisherSequence of an unknown reference gets code 1 and sequence 0",
-      source="SPEC_NOTES",
+      source="reading",
       quote=_PUBLISHER_REFERENCE,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say what QueryPublisherSequence of an "
+      level_note="the kit's reading: SPEC_NOTES does not say what QueryPublisherSequence of an "
                  "unknown reference gets; closest: its fact on publisher references"),
     R("RMQS-PUB-013", "Response Codes", "MUST",
       "QueryPublisherSequence on a missing stream gets code 2",
@@ -368,20 +368,20 @@ REQUIREMENTS = (
     R("RMQS-PUB-014", "DeclarePublisher", "SHOULD",
       "with a reference, a message whose publishing id is not above the last stored one (in "
       "an earlier Publish or earlier in the same one) is confirmed but not stored again",
-      source="SPEC_NOTES",
+      source="reading",
       quote=_PUBLISHER_REFERENCE,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say how the real server deduplicates by "
+      level_note="the kit's reading: SPEC_NOTES does not say how the real server deduplicates by "
                  "publisher reference; closest: its fact on publisher references"),
     R("RMQS-PUB-015", "DeclarePublisher", "SHOULD",
-      "without a reference nothing is deduplicated", source="SPEC_NOTES",
+      "without a reference nothing is deduplicated", source="reading",
       quote=_PUBLISHER_REFERENCE,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say how the real server deduplicates by "
+      level_note="the kit's reading: SPEC_NOTES does not say how the real server deduplicates by "
                  "publisher reference; closest: its fact on publisher references"),
     R("RMQS-PUB-016", "DeclarePublisher", "SHOULD",
       "the sequence of a reference outlives its publisher: a new publisher with the reference "
-      "continues it", source="SPEC_NOTES",
+      "continues it", source="reading",
       quote=_PUBLISHER_REFERENCE,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say how the real server deduplicates by "
+      level_note="the kit's reading: SPEC_NOTES does not say how the real server deduplicates by "
                  "publisher reference; closest: its fact on publisher references"),
     # Storage across a crash: the document names confirms and stored offsets and sequences but
     # says nothing of a crash; streams are RabbitMQ's persistent logs, so the kit reads "stored"
@@ -422,9 +422,9 @@ REQUIREMENTS = (
       "offset type 4 (offset N) delivers from the chunk that holds offset N",
       quote=_OFFSET_TYPES),
     R("RMQS-SUB-006", "Subscribe", "SHOULD",
-      "an offset beyond the end of the stream waits for the next message", source="SPEC_NOTES",
+      "an offset beyond the end of the stream waits for the next message", source="reading",
       quote="Subscribe: the offset field is present only for OffsetType 4 (u64) and 5 (i64).",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say what an offset beyond the end of the "
+      level_note="the kit's reading: SPEC_NOTES does not say what an offset beyond the end of the "
                  "stream does; closest: its fact on Subscribe's offset"),
     R("RMQS-SUB-007", "Subscribe", "MUST",
       "offset type 5 (timestamp T, ms) delivers from the first chunk whose timestamp is at "
@@ -439,9 +439,9 @@ REQUIREMENTS = (
       "the Offset field is present only for offset types 4 and 5", source="SPEC_NOTES",
       quote="Subscribe: the offset field is present only for OffsetType 4 (u64) and 5 (i64)."),
     R("RMQS-SUB-011", "Subscribe", "SHOULD",
-      "a Subscribe without the properties count is accepted", source="SPEC_NOTES",
+      "a Subscribe without the properties count is accepted", source="reading",
       quote="Subscribe: the offset field is present only for OffsetType 4 (u64) and 5 (i64).",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say that a Subscribe without the properties "
+      level_note="the kit's reading: SPEC_NOTES does not say that a Subscribe without the properties "
                  "count is accepted; closest: its fact on Subscribe's layout on the real server"),
     R("RMQS-SUB-012", "Subscribe", "MUST",
       "Subscribe carries properties (string key/value pairs) and is accepted with them",
@@ -505,16 +505,16 @@ REQUIREMENTS = (
       "a simple entry is a uint32 size (top bit clear) then the message bytes",
       quote="Message => EntryTypeAndSize Data => bytes"),
     R("RMQS-DELIVER-008", "Deliver", "SHOULD",
-      "chunk timestamps (ms) do not decrease along the stream", source="SPEC_NOTES",
+      "chunk timestamps (ms) do not decrease along the stream", source="reading",
       quote=_REAL_SERVER_RULES,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say that chunk timestamps do not decrease; "
+      level_note="the kit's reading: SPEC_NOTES does not say that chunk timestamps do not decrease; "
                  "closest: that the real server is the authority (its chunks carry a Timestamp "
                  "i64 in ms)"),
     R("RMQS-DELIVER-009", "Deliver", "MUST",
       "the client skips the messages of the first chunk that precede the offset it asked for",
       untestable=_CLIENT,
       quote=_OFFSET_TYPES,
-      level_note="NOT IN SOURCE: the document does not say it; it follows from Subscribe naming "
+      level_note="the document has no sentence for it; the document does not say it; it follows from Subscribe naming "
                  "an offset while Deliver carries whole chunks (ChunkFirstOffset)"),
     # StoreOffset / QueryOffset
     R("RMQS-OFFSET-001", "StoreOffset", "MUST", "StoreOffset gets no response",
@@ -526,25 +526,25 @@ REQUIREMENTS = (
     R("RMQS-OFFSET-003", "QueryOffset", "MUST",
       "stored offsets are per reference and per stream",
       quote="QueryOffsetRequest => Key Version CorrelationId Reference Stream"),
-    R("RMQS-OFFSET-004", "QueryOffset", "MUST",
+    R("RMQS-OFFSET-004", "QueryOffset", "SHOULD",
       "QueryOffset of a reference with no stored offset is not answered with code 1 (a client "
       "must tell \"none\" from offset 0)",
-      quote="QueryOffsetResponse => Key Version CorrelationId ResponseCode Offset",
-      level_note="NOT IN SOURCE: the document does not say what QueryOffset of a reference with "
+      source="reading", quote="QueryOffsetResponse => Key Version CorrelationId ResponseCode Offset",
+      level_note="the kit's reading, so SHOULD: the document does not say what QueryOffset of a reference with "
                  "nothing stored gets; an Offset of 0 with code 1 would be read as a stored "
                  "offset 0"),
     R("RMQS-OFFSET-005", "QueryOffset", "SHOULD",
-      "that code is 19 (no offset)", source="SPEC_NOTES",
+      "that code is 19 (no offset)", source="reading",
       quote=_STORE_OFFSET_FACT,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say which code QueryOffset of a reference "
+      level_note="the kit's reading: SPEC_NOTES does not say which code QueryOffset of a reference "
                  "with nothing stored gets (19); closest: its fact on StoreOffset"),
     R("RMQS-OFFSET-006", "Response Codes", "MUST", "QueryOffset on a missing stream gets code 2",
       quote=_STREAM_DOES_NOT_EXIST),
     R("RMQS-OFFSET-007", "StoreOffset", "SHOULD",
       "StoreOffset to a missing stream is ignored: no response, the connection stays open",
-      source="SPEC_NOTES",
+      source="reading",
       quote=_STORE_OFFSET_FACT,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say what StoreOffset to a missing stream "
+      level_note="the kit's reading: SPEC_NOTES does not say what StoreOffset to a missing stream "
                  "gets; closest: its fact on StoreOffset"),
     R("RMQS-OFFSET-008", "StoreOffset", "MUST",
       "an offset reference has at most 256 characters", untestable=_CLIENT,
@@ -555,9 +555,9 @@ REQUIREMENTS = (
       quote="RouteQuery => Key Version CorrelationId RoutingKey SuperStream"),
     R("RMQS-ROUTE-002", "Route", "SHOULD",
       "the Route response is a code then an array of streams: code 2 and no stream for a "
-      "missing super stream", source="SPEC_NOTES",
+      "missing super stream", source="reading",
       quote=_REAL_SERVER_RULES,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say the real Route response's layout; "
+      level_note="the kit's reading: SPEC_NOTES does not say the real Route response's layout; "
                  "closest: that the real server is the authority where the document errs"),
     R("RMQS-ROUTE-003", "Frame Structure", "MUST",
       "Route and Partitions responses have the response bit (profile feature "

@@ -119,11 +119,11 @@ REQUIREMENTS = (
     R("SIGR-INV-008", "Non-Blocking Invocations", "SHOULD",
       "a non-blocking invocation is dispatched (its effect is visible to a later invocation)",
       quote=_NON_BLOCKING),
-    R("SIGR-INV-009", "Invocations", "MUST",
+    R("SIGR-INV-009", "Invocations", "SHOULD",
       "an invocation names a method the Callee does not have: it completes with an error",
-      quote="Completion Message - Indicates a previous Invocation has completed. Contains an "
+      source="reading", quote="Completion Message - Indicates a previous Invocation has completed. Contains an "
             "error if the invocation concluded with an error, or the result of method invocation.",
-      level_note="NOT IN SOURCE: the document does not name the case of a method the Callee does "
+      level_note="the kit's reading, so SHOULD: the document does not name the case of a method the Callee does "
                  "not have; closest: an invocation that concludes with an error completes with it"),
     R("SIGR-INV-010", "Invocations", "MAY",
       "a Callee may limit Invocation ID lengths and terminate the connection when an ID is too "
@@ -132,10 +132,10 @@ REQUIREMENTS = (
             "connection when an Invocation ID that is too long is received."),
     R("SIGR-INV-011", "Invocations", "SHOULD",
       "invocations with wrong arguments (count or type) complete with an error, the connection "
-      "stays usable", source=_NOTES,
+      "stays usable", source="reading",
       quote="The document is an early draft; today's clients (`@microsoft/signalr` on npm, "
             "`pysignalr` and `signalrcore` on PyPI) speak the current protocol.",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say what an invocation with wrong arguments "
+      level_note="the kit's reading: SPEC_NOTES does not say what an invocation with wrong arguments "
                  "gets; closest: that today's servers speak the current protocol"),
     R("SIGR-INV-012", "Invocations", "MUST",
       "invocations are independent: several in flight on one connection each get their own "
@@ -167,9 +167,9 @@ REQUIREMENTS = (
                  "may still arrive, as the document allows)"),
     R("SIGR-STR-005", "Streaming", "SHOULD",
       "a streaming method called by Invocation, or a single-result method called by "
-      "StreamInvocation, completes with an error (v1)", source=_NOTES,
+      "StreamInvocation, completes with an error (v1)", source="reading",
       quote=_V1_TYPES,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say what a streaming method called by "
+      level_note="the kit's reading: SPEC_NOTES does not say what a streaming method called by "
                  "Invocation, or a single-result one called by StreamInvocation, gets; closest: "
                  "the current protocol's message types"),
     R("SIGR-STR-006", "Streaming", "MUST",
@@ -253,7 +253,7 @@ REQUIREMENTS = (
       "a message that is not valid JSON or MessagePack, or whose fields have the wrong types, "
       "is a protocol error",
       quote=_MISSING_OR_UNRECOGNIZED_FIELD,
-      level_note="NOT IN SOURCE: the document does not name undecodable messages or wrongly "
+      level_note="the document has no sentence for it; the document does not name undecodable messages or wrongly "
                  "typed fields; closest: its rule on malformed messages"),
     # --- JSON encoding ---------------------------------------------------------------------------
     R("SIGR-JSON-001", "JSON Encoding", "MUST",
@@ -350,9 +350,9 @@ REQUIREMENTS = (
             "library copies its HTTP headers into every hub message."),
     R("SIGR-V1-004", "Message types", "SHOULD",
       "a message type the server does not know is ignored (forward compatibility, v1)",
-      source=_NOTES,
+      source="reading",
       quote=_V1_TYPES,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say what a message type the server does not "
+      level_note="the kit's reading: SPEC_NOTES does not say what a message type the server does not "
                  "know gets; closest: the list of the current protocol's message types"),
     R("SIGR-V1-005", "Close", "SHOULD",
       "a server closing for a protocol error sends a Close message with the error first (v1)",
@@ -362,9 +362,9 @@ REQUIREMENTS = (
       level_note="signalr-real-clients.md calls this reaction a guess at ASP.NET Core's, hence "
                  "SHOULD"),
     R("SIGR-V1-006", "Ack/Sequence", "SHOULD",
-      "Ack and Sequence without stateful reconnect are ignored (v1)", source=_NOTES,
+      "Ack and Sequence without stateful reconnect are ignored (v1)", source="reading",
       quote="Ack `[8, SeqId]`; Sequence `[9, SeqId]`.",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say that Ack and Sequence are ignored "
+      level_note="the kit's reading: SPEC_NOTES does not say that Ack and Sequence are ignored "
                  "without stateful reconnect; closest: their layouts in the current protocol"),
     R("SIGR-V1-007", "Server to client", "MUST",
       "a server-invoked client method is an Invocation the client can read: v1 without an id "
@@ -399,10 +399,10 @@ REQUIREMENTS = (
     R("SIGR-HTTP-004", "Transport", "SHOULD",
       "a WebSocket for an id the server never issued, or one already used, is refused (an HTTP "
       "4xx such as ASP.NET Core's 404/409, or the WebSocket closed at once, e.g. 4404/4409)",
-      source=_NOTES,
+      source="reading",
       quote="then a WebSocket to `{hub}?id=<token>`; `skipNegotiation` goes straight to the "
             "WebSocket.",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say what a WebSocket for an unknown or used "
+      level_note="the kit's reading: SPEC_NOTES does not say what a WebSocket for an unknown or used "
                  "id gets; closest: how a client opens the WebSocket with the negotiated id"),
     R("SIGR-HTTP-005", "Transport", "SHOULD",
       "MessagePack connections use binary WebSocket messages, JSON connections text ones",

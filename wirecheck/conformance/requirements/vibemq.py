@@ -84,10 +84,10 @@ REQUIREMENTS = (
       quote="the server picks the first algorithm in the *client's* order that it supports"),
     R("VIBE-COMP-007", "Compression", "SHOULD",
       "a corrupted compressed body is an error (the connection is dropped or an Error "
-      "INVALID_MESSAGE answers)", source=_NOTES,
+      "INVALID_MESSAGE answers)", source="reading",
       quote="decompressed size capped at 64 MiB; body length < 2 rejected; unknown compression "
             "flag drops the connection;",
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say what a corrupted compressed body gets; "
+      level_note="the kit's reading: SPEC_NOTES does not say what a corrupted compressed body gets; "
                  "closest facts: the real server's other refusals of a bad frame"),
     # --- Message format ---------------------------------------------------------------------------
     R("VIBE-MSG-001", "Binary Protocol Structure", "MUST",
@@ -114,11 +114,11 @@ REQUIREMENTS = (
       "a message with invalid UTF-8 or a payload that is not JSON is refused with an Error "
       "(INVALID_MESSAGE) or by dropping the connection",
       quote="* - ``INVALID_MESSAGE`` - Invalid message format"),
-    R("VIBE-MSG-006", "Command Types", "MUST",
+    R("VIBE-MSG-006", "Command Types", "SHOULD",
       "a command type the protocol does not define is refused (Error, or the connection "
       "dropped), never acted upon",
-      quote="* - ``INVALID_MESSAGE`` - Invalid message format",
-      level_note="NOT IN SOURCE: the document lists the command types but does not say what an "
+      source="reading", quote="* - ``INVALID_MESSAGE`` - Invalid message format",
+      level_note="the kit's reading, so SHOULD: the document lists the command types but does not say what an "
                  "undefined one gets; closest: the error code for an invalid message"),
     R("VIBE-MSG-007", "Message Fields", "SHOULD",
       "the id must be non-empty", source=_NOTES,
@@ -229,9 +229,9 @@ REQUIREMENTS = (
             "\"queue2\", \"queue3\"] }"),
     R("VIBE-QUEUE-006", "Publish", "SHOULD",
       "publishing or subscribing to a queue that does not exist creates it (the real server)",
-      source=_NOTES,
+      source="reading",
       quote=_QUEUE_OPTIONS,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not say that publishing or subscribing to a "
+      level_note="the kit's reading: SPEC_NOTES does not say that publishing or subscribing to a "
                  "missing queue creates it; closest: its note on how the real server creates "
                  "queues"),
     # --- Delivery semantics (SPEC_NOTES: the real server's modes and timers) ------------------------
@@ -249,9 +249,9 @@ REQUIREMENTS = (
       source=_NOTES,
       quote=_DELIVERY_MODES),
     R("VIBE-TTL-001", "Queue Headers", "SHOULD",
-      "a message older than messageTtl is not delivered", source=_NOTES,
+      "a message older than messageTtl is not delivered", source="reading",
       quote=_QUEUE_OPTIONS,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not mention the TTL (the document's Queue "
+      level_note="the kit's reading: SPEC_NOTES does not mention the TTL (the document's Queue "
                  "Headers table has \"``messageTtl`` - TTL in milliseconds\"); closest: its note "
                  "on the real server's queue options"),
     R("VIBE-RETRY-001", "Message Headers", "SHOULD",
@@ -263,9 +263,9 @@ REQUIREMENTS = (
       source=_NOTES,
       quote=_ACK_TIMEOUT),
     R("VIBE-OVER-001", "Queue Headers", "SHOULD",
-      "a queue at maxQueueSize does not grow past it", source=_NOTES,
+      "a queue at maxQueueSize does not grow past it", source="reading",
       quote=_QUEUE_OPTIONS,
-      level_note="NOT IN SOURCE: SPEC_NOTES does not mention maxQueueSize (the document's Queue "
+      level_note="the kit's reading: SPEC_NOTES does not mention maxQueueSize (the document's Queue "
                  "Headers table has \"``maxQueueSize`` - Maximum size\"); closest: its note on "
                  "the real server's queue options"),
     # --- Errors -----------------------------------------------------------------------------------
@@ -277,9 +277,9 @@ REQUIREMENTS = (
       "operations on a queue that does not exist are answered with Error QUEUE_NOT_FOUND",
       quote="* - ``QUEUE_NOT_FOUND`` - Queue not found"),
     R("VIBE-ERR-003", "Error Codes", "SHOULD",
-      "a client over the rate limit is answered with Error RATE_LIMITED", source=_NOTES,
+      "a client over the rate limit is answered with Error RATE_LIMITED", source="reading",
       quote=_REAL_ERROR_CODES,
-      level_note="NOT IN SOURCE: RATE_LIMITED is not in SPEC_NOTES but in the document "
+      level_note="the kit's reading: RATE_LIMITED is not in SPEC_NOTES but in the document "
                  "(\"``RATE_LIMITED`` - Rate limit exceeded\"), which names no limit; closest: "
                  "SPEC_NOTES' list of the real server's other error codes"),
     R("VIBE-ERR-005", "Error Codes", "SHOULD",

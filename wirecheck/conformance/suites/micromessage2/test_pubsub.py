@@ -83,7 +83,7 @@ def test_number_filters(mm2, op, value, expected):
     mm2.barrier(sub, f"the messages matching n{op}{value}")
 
 
-@pytest.mark.requirement("MM2-PS-006")
+@pytest.mark.requirement("MM2-PS-006", "MM2-PS-008")
 def test_long_numbers_and_dates(mm2):
     topic = mm2.destination("topic")
     sub = _subscribe(mm2, topic, "big>N9223372036854775806;at>=D1413198000.0")
