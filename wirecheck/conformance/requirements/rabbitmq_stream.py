@@ -271,6 +271,13 @@ REQUIREMENTS = (
       quote="Delete => Key Version CorrelationId Stream"),
     R("RMQS-STREAM-008", "Response Codes", "MUST", "Delete of a missing stream gets code 2",
       quote=_STREAM_DOES_NOT_EXIST),
+    R("RMQS-STREAM-009", "Create", "MUST",
+      "Create of a stream whose name has 255 or 256 bytes gets code 1 and Metadata names it "
+      "back (the name is a string, the document sets no shorter bound); at the string's limit, "
+      "32,767 bytes, a server that bounds names may answer code 17 (RabbitMQ 3.10.8 takes "
+      "such names, observed)",
+      quote="Create => Key Version CorrelationId Stream Arguments Key => uint16 // 13 Version => "
+            "uint16 CorrelationId => uint32 Stream => string"),
     # Metadata / MetadataUpdate
     R("RMQS-META-001", "Metadata", "MUST",
       "each requested stream gets one entry (in any order) named as asked",
@@ -404,6 +411,19 @@ REQUIREMENTS = (
     R("RMQS-PUB-017", "DeclarePublisher", "MUST",
       "a publisher reference has at most 256 characters", untestable=_CLIENT,
       quote="PublisherReference => string // max 256 characters"),
+    R("RMQS-PUB-018", "DeclarePublisher", "MUST",
+      "a publisher or offset reference within the bound is accepted: with 255 characters "
+      "DeclarePublisher gets code 1 and the reference's sequence and stored offset are "
+      "returned; at 256 (the bound itself) a server whose tracking records hold a length of "
+      "one byte (Osiris's) may refuse it: DeclarePublisher with code 17, StoreOffset by not "
+      "storing it (RabbitMQ 3.10.8 ends the connection on it, observed)",
+      quote="PublisherReference => string // max 256 characters",
+      level_note="the bound is a field comment, not a sentence with a modal word; a reference "
+                 "within it is a valid request, which the server answers as any other (MUST). "
+                 "At 256 itself the kit accepts the refusal of a server whose tracking records "
+                 "hold 255 bytes (SPEC_NOTES: the real server is the authority where the "
+                 "document errs; RabbitMQ 3.10.8 declares such a publisher, but drops the "
+                 "connection on such a StoreOffset)"),
     # Subscribe / Credit / Unsubscribe
     R("RMQS-SUB-001", "Subscribe", "MUST",
       "Subscribe to an existing stream gets code 1, then Deliver frames for that subscription",

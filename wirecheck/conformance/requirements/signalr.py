@@ -318,6 +318,17 @@ REQUIREMENTS = (
       quote="The biggest supported payloads are 2GB in size so the biggest number we need to "
             "support is 0x7fffffff which when encoded as VarInt is 0xFF 0xFF 0xFF 0xFF 0x07 - "
             "hence the maximum size of the length prefix is 5 bytes."),
+    R("SIGR-FRAME-006", "Binary encoding", "SHOULD",
+      "a server reads every message of up to 32 KiB (ASP.NET Core's default receive size); a "
+      "longer one it may refuse by ending the connection (v1: after a Close carrying the "
+      "error), never by answering it in part", source="reading",
+      quote="The biggest supported payloads are 2GB in size so the biggest number we need to "
+            "support is 0x7fffffff which when encoded as VarInt is 0xFF 0xFF 0xFF 0xFF 0x07 - "
+            "hence the maximum size of the length prefix is 5 bytes.",
+      level_note="the kit's reading: the document sets the framing's ceiling (2 GB), not how "
+                 "much a server reads; today's servers bound it (ASP.NET Core's "
+                 "MaximumReceiveMessageSize, 32 KiB unless configured), so the kit expects that "
+                 "much read and lets a server refuse more, as a protocol error"),
     R("SIGR-FRAME-004", "Binary encoding over text protocols", "MUST",
       "over a text transport binary messages are Base64 'Length:Body;' groups",
       untestable="ServerSentEvents/long polling are not among the transports the kit drives "

@@ -32,9 +32,11 @@ from .codec import Handshake
 from .constants import (ACK, ACK_EXPIRE_TIME, BATCH_ACK, DEFAULT_BATCH_WINDOW, DOCUMENT_MINOR,
                         DOTNET, JSON, MAJOR_VERSION, MESSAGES_PER_ACK, OFFICIAL_EXTENSIONS, PUBSUB,
                         SEQUENCE_MAX, SHARPMESSAGING_MINOR)
-from .syntax import Extension
+from .syntax import Extension, format_extensions
 
 WINDOW_KEYS = ("max-count", "count", "batch-max")
+#: The longest extension list a handshake can carry ("RequiredExtensionsLength | 2", unsigned short).
+MAX_EXTENSIONS_LENGTH = 0xFFFF
 #: Digits a count or a number of milliseconds may have: more than a window (at most 65,534) or
 #: AckExpireTime needs, and far below int()'s limit (4,300 digits: beyond it int() raises).
 MAX_DIGITS = 18
@@ -110,6 +112,15 @@ def reply_to(policy: ServerPolicy, offer: Handshake) -> Handshake:
             if e.name not in taken and e.name not in seen:
                 optional.append(e)
                 seen.add(e.name)
+        # The client's own list may fill its u16 length ("OptionalExtensionsLength | 2"): with
+        # the server's suggestions added, the echo would not fit. Rather than write a frame it
+        # cannot, the reply leaves out what the server does not support, then (a part of the
+        # client's list, so it fits) its own suggestions.
+        for keep in (optional, [e for e in optional if e.name in policy.supported],
+                     [e for e in offer.optional if e.name in policy.supported and e.name not in taken]):
+            if len(format_extensions(keep).encode()) <= MAX_EXTENSIONS_LENGTH:
+                optional = keep
+                break
         return Handshake(policy.identity, tuple(required), tuple(optional), MAJOR_VERSION, policy.minor)
     optional = [e for e in offer.optional if e.name in policy.supported]
     optional += [e for e in policy.optional if e.name not in _names(optional)]
