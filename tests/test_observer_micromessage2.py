@@ -180,8 +180,12 @@ def test_the_reply_uses_the_lower_minor_version():
 # --- sequence numbers, windows, ack frames --------------------------------------------------------
 
 def test_sequence_numbers_count_from_one_and_wrap_to_one():
+    # the first number is SPEC_NOTES' 1 (MM2-MSG-007, a SHOULD); from there each follows the one
+    # before (MM2-MSG-002, the document's ack algorithm)
     _, found = run(opened() + [(S2C, msg(2))])
-    assert found == [("MM2-MSG-002", S2C, 3)]
+    assert found == [("MM2-MSG-007", S2C, 3)]
+    _, found = run(opened() + [(S2C, msg(65533)), (S2C, msg(65534))])
+    assert found == [("MM2-MSG-007", S2C, 3)]
     _, found = run(opened() + [(C2S, msg(1)), (C2S, msg(3))])
     assert found == [("MM2-MSG-002", C2S, 4)]
     obs = MM2Observer()
@@ -324,6 +328,6 @@ def test_the_suite_capture_has_no_server_violations():
     tables = analyze([str(CAPTURES / "suite.pcap.gz")], "micromessage2")
     assert [v for v in tables["violations"] if v["direction"] == S2C] == []
     # the suite's deliberately bad client frames are found (flags, window, json, a sequence
-    # started near the wrap to test acks across it)
+    # started near the wrap to test acks across it: not 1, MM2-MSG-007)
     found = {v["requirement"] for v in tables["violations"]}
-    assert {"MM2-FRAME-001", "MM2-ACK-003", "MM2-JSON-001", "MM2-MSG-002"} <= found
+    assert {"MM2-FRAME-001", "MM2-ACK-003", "MM2-JSON-001", "MM2-MSG-007"} <= found
