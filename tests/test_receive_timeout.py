@@ -67,3 +67,33 @@ def test_an_endless_trickle_ends_with_the_tests_budget(pair):
     with pytest.raises(BudgetSpent):
         conn.recv(expecting="the NACK")
     assert time.monotonic() - started < 5
+
+
+def test_a_websocket_message_trickled_byte_by_byte_still_arrives(pair):
+    """Over a WebSocket the frame's bytes arrive below the hub messages: still not silence.
+    A ping between them is silence as far as the answer goes (it does not stretch the wait)."""
+    from wirecheck.conformance.target import WebSocketConnection
+    from wirecheck.reference_impl.signalr import codec as signalr_codec
+    from wirecheck.reference_impl.signalr.messages import Completion
+    ours, theirs = pair
+    record = signalr_codec.encode(Completion.with_result("i1", "x" * 60), "json")
+    frame = bytes([0x81, len(record)]) + record            # a server's text frame (unmasked)
+    decoder = signalr_codec.Decoder(origin="server", protocol="json", handshake=False)
+    conn = WebSocketConnection(ours, registry.get("signalr"), TIMEOUT, Transcript("t"), decoder=decoder,
+                               budget=Budget(30))
+    thread = _trickle(theirs, frame, every=TIMEOUT / 6)
+    got = conn.recv(expecting="the Completion")
+    thread.join()
+    assert isinstance(got, Completion) and got.result == "x" * 60
+    def pings():                                           # whole control frames, no answer
+        for _ in range(50):
+            time.sleep(TIMEOUT / 6)
+            try:
+                theirs.sendall(bytes([0x89, 0]))
+            except OSError:
+                return
+    threading.Thread(target=pings, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(TargetTimeout):
+        conn.recv(expecting="an answer that never comes")
+    assert time.monotonic() - started < 3 * TIMEOUT

@@ -116,6 +116,11 @@ class FrameReader:
         self._buf = bytearray()
         self._error: Optional[str] = None       # sticky: nothing is buffered after it
 
+    @property
+    def buffered(self) -> int:
+        """Bytes of a frame not yet whole."""
+        return len(self._buf)
+
     def feed(self, data: bytes) -> list[tuple[int, bool, bytes]]:
         if self._error is not None:
             raise WebSocketError(self._error)
