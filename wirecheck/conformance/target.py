@@ -279,6 +279,10 @@ class Connection:
         #: Frame classes the target may send at any moment (RabbitMQ Stream's Heartbeat):
         #: :meth:`recv` passes over them unless asked to keep them, as :meth:`expect` of one does.
         self.unsolicited: tuple = ()
+        #: What they are called, and how many in one receive make a flood (a sound server
+        #: sends one per keep-alive interval): the connection is then dropped.
+        self.unsolicited_what = "frames the target may send at any moment"
+        self.unsolicited_limit = 1000
         #: Bytes arrived below the frames (a WebSocket frame not yet whole): not silence.
         self._progress = False
 
@@ -355,12 +359,24 @@ class Connection:
         # arriving (a slow link, a long frame in small writes) the wait goes on, bounded by
         # the test's budget (Budget.left, in _read).
         wait = self.timeout if timeout is None else timeout
-        deadline = time.monotonic() + wait
+        started = time.monotonic()
+        deadline = started + wait
+        skipped = 0
         while True:
-            while self._frames:
-                frame = self._frames.pop(0)
-                if keep or not isinstance(frame, self.unsolicited):
-                    return frame
+            if self._frames:
+                if keep or not self.unsolicited:
+                    return self._frames.pop(0)
+                # Past the unsolicited frames at the head, in one cut (a flood brings thousands)
+                first = next((i for i, f in enumerate(self._frames) if not isinstance(f, self.unsolicited)),
+                             len(self._frames))
+                skipped += first
+                del self._frames[:first]
+                if skipped > self.unsolicited_limit:
+                    raise self.drop(f"more than {self.unsolicited_limit} {self.unsolicited_what} in "
+                                    f"{time.monotonic() - started:.3g} s and nothing else (expected "
+                                    f"{expecting}): a flood; the suite dropped the connection")
+                if self._frames:
+                    return self._frames.pop(0)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.transcript.add("--", b"", f"timeout waiting for {expecting}")

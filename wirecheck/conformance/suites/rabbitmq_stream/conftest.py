@@ -84,7 +84,7 @@ class Rmqs:
         conn.decoder = suite_decoder()
         # "Heartbeat": the server may send one at any moment; a test asks for it by name
         # (Connection.expect) or with keep=True.
-        conn.unsolicited = (Heartbeat,)
+        conn.unsolicited, conn.unsolicited_what = (Heartbeat,), "Heartbeats"
         conn.server_tune = None
         if stage == "tcp":
             return conn

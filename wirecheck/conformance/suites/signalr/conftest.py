@@ -106,7 +106,7 @@ class Sig:
         encode = lambda m: self.encode(m, encoding)          # noqa: E731
         target = self.target
         if target.url is None:
-            return target.connect(name, decoder=self.decoder(encoding), encode=encode)
+            return self._pings_pass(target.connect(name, decoder=self.decoder(encoding), encode=encode))
         ws_url = url or target.url
         if negotiate and url is None:
             try:
@@ -119,8 +119,16 @@ class Sig:
             if not isinstance(token, str):
                 raise TargetError(f"negotiate answer without a connection token: {answer!r}")
             ws_url = f"{target.url}{'&' if '?' in target.url else '?'}id={token}"
-        return target.connect_websocket(ws_url, name, decoder=self.decoder(encoding), encode=encode,
-                                        binary=encoding == "messagepack")
+        return self._pings_pass(target.connect_websocket(ws_url, name, decoder=self.decoder(encoding),
+                                                         encode=encode, binary=encoding == "messagepack"))
+
+    @staticmethod
+    def _pings_pass(conn):
+        """Keep-alive Pings may come at any moment (SPEC_NOTES: KeepAliveInterval): every
+        receive passes over them (Connection.unsolicited), a test of Pings asks for them, and
+        more than :data:`MAX_PINGS` in a row is a flood."""
+        conn.unsolicited, conn.unsolicited_what, conn.unsolicited_limit = (Ping,), "keep-alive Pings", MAX_PINGS
+        return conn
 
     def connect(self, *, encoding: str | None = None, name: str = "", **options) -> Connection:
         """A connection past the handshake (v1: ``{}`` received; the draft answers nothing)."""

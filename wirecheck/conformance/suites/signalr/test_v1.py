@@ -109,7 +109,7 @@ def test_keep_alive_ping(sig):
     _v1(sig, "keep-alive Ping", "ping")
     conn = sig.connect()
     interval = float(sig.target.profile.timing.get("keep_alive_interval", 15.0))
-    message = conn.recv(interval + 5.0, expecting=f"a keep-alive Ping within {interval:g} s")
+    message = conn.recv(interval + 5.0, expecting=f"a keep-alive Ping within {interval:g} s", keep=True)
     assert isinstance(message, Ping), repr(message)
 
 
