@@ -245,20 +245,22 @@ def replay_bytes(spec, path: str, options: ReplayOptions) -> list[FlowResult]:
         for size in _finding_writes(path, len(data)):      # as the fuzzer wrote them
             flow.client_bytes(data[pos:pos + size], 0.0)
             pos += size
+        def count() -> int:
+            return len(flow.actual) + sum(map(len, flow.async_got.values()))
+
         # answers until the target closes or is quiet for the timeout
         while flow.live_closed is None:
-            before = len(flow.actual)
+            before = count()
             replayer.pump(time.monotonic() + options.timeout,
-                          lambda: len(flow.actual) > before or flow.live_closed is not None)
-            if len(flow.actual) == before:
+                          lambda: count() > before or flow.live_closed is not None)
+            if count() == before:
                 break
-        for kind, what, *_ in flow.actual:
+        answers = flow.received()
+        for kind, what, *_ in answers:
             flow.log("<-", b"", short_json(what, 300) if kind == "frame" else f"undecodable bytes ({what})")
             if kind == "error":
                 flow.mismatch(f"the target answered with bytes the reference decoder rejects ({what})",
                               ["frames the reference codec reads"], f"undecodable ({what})")
-        answers = [item for item in flow.actual]
-        flow.actual.clear()
         flow.close_socket()
         flow.note(f"the target answered {sum(a[0] == 'frame' for a in answers)} frame(s) and "
                   + ("kept the connection open" if flow.live_closed is None else

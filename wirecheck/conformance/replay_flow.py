@@ -9,7 +9,10 @@ protocol's rules (conformance/replay_rules.py) have masked what may differ betwe
 servers (connection ids, timestamps, server versions, ...) and dropped frames that timers send
 (heartbeats, pings). A frame the recorded server sent and the target did not, a different
 frame, an extra frame, a close where none was recorded or none where one was: each is a
-mismatch, with a diff of the fields. A connection whose frames all match is EQUIVALENT (PASS);
+mismatch, with a diff of the fields. Frames a server sends on its own, not as the answer to a
+request (``Rules.async_key``: a delivery, a confirm), are compared in order among those of
+their key but may come anywhere among the other frames. A connection whose frames all match
+is EQUIVALENT (PASS);
 one with a mismatch FAILs; one the capture lacks bytes of is reported as incomplete (SKIPPED)
 unless it already mismatched.
 
@@ -140,6 +143,8 @@ class FlowReplay:
         self.rewriting = self.rewriter is not None
         self.pending_client = b""           # client bytes held until a frame is whole (rewriting)
         self.actual: deque = deque()        # ("frame", dict, frame) or ("error", category, msg)
+        # the target's asynchronous frames (Rules.async_key), per key, not yet compared
+        self.async_got: dict = {}
         # frames a server timer sends again (Rules.timer_key), matched by key wherever they come:
         # keys seen once on each side, the target's not yet expected, the recorded not yet come
         self.keys_recorded: set = set()
@@ -153,6 +158,7 @@ class FlowReplay:
         self.rec_server_dead = False
         self.client_gone = False
         self.stalled = False
+        self.unblocked = 0                  # frames the replay added (Rules.unblock)
         self.last_event = None              # capture time of this connection's last event
         self.finished = False
         if conn.mid_stream:
@@ -219,7 +225,7 @@ class FlowReplay:
             self.live_dead = True
             return
         self._take(frames, data)
-        if len(self.actual) + len(self.early) > MAX_AHEAD:
+        if len(self.actual) + len(self.early) + sum(map(len, self.async_got.values())) > MAX_AHEAD:
             self.mismatch(f"the target sent more than {MAX_AHEAD} frames the capture does not have yet")
             self.live_dead = True
             self.close_socket(abort=True)
@@ -234,16 +240,23 @@ class FlowReplay:
         seen = self.keys_received if live else self.keys_recorded
         for frame in frames:
             d = view(frame) if unmap is None else unmap(view(frame))
+            if live:
+                rules.target_frame(d, self.rewriter)
             if not rules.ignored(d):
                 for item in rules.expand(d):
-                    yield item, frame, self._timer_frame(item, seen)
+                    if not rules.skipped(item, live, self.rewriter):
+                        yield item, frame, self._timer_frame(item, seen)
 
     def _take(self, frames: list, data: bytes) -> None:
         for item, frame, again in self._compared(frames, live=True):
+            entry = ("frame", item, frame)
+            key = self.replay.rules.async_key(item)
             if again:
-                self._pair_timer_frame(("frame", item, frame), recorded=False)
+                self._pair_timer_frame(entry, recorded=False)
+            elif key is not None:
+                self.async_got.setdefault(key, deque()).append(entry)
             else:
-                self.actual.append(("frame", item, frame))
+                self.actual.append(entry)
 
     def _timer_frame(self, item: dict, seen: set) -> bool:
         """Whether ``item`` is a timer's frame: its key (Rules.timer_key) came before on
@@ -356,6 +369,7 @@ class FlowReplay:
             return
         if self.rewriting:
             self.rewriter.clock_shift = time.time() - rec_time
+            self.replay.rules.client_sent(rec_time, time.time())
             rewrite_bytes = getattr(self.rewriter, "rewrite_bytes", None)
             data = rewrite_bytes(data) if rewrite_bytes is not None else self._rewrite(data)
             if not data:
@@ -452,21 +466,27 @@ class FlowReplay:
             frames, error = exc.frames, exc
             self.rec_server_dead = True
         for item, frame, again in self._compared(frames, live=False):
+            entry = ("frame", item, frame)
             if again:
-                self._pair_timer_frame(("frame", item, frame), recorded=True)
+                self._pair_timer_frame(entry, recorded=True)
             else:
-                self.expect(("frame", item, frame), gap)
+                self.expect(entry, gap, self.replay.rules.async_key(item))
             self.last_event, gap = rec_time, 0.0
         if error is not None:
             self.expect(("error", error.category, str(error)), gap)
             self.last_event = rec_time
 
-    def expect(self, item: tuple, gap: float) -> None:
+    def expect(self, item: tuple, gap: float, key=None) -> None:
+        """The target's next frame, compared with the recorded ``item``; with an async ``key``
+        (Rules.async_key), the target's next frame of that key, wherever it came."""
         opts = self.replay.options
         wait = 0.0 if self.stalled else max(opts.timeout, gap * 1.5 + 1.0)
-        self.replay.pump(time.monotonic() + wait, lambda: bool(self.actual) or self.live_closed is not None)
+        pool = self.actual if key is None else self.async_got.setdefault(key, deque())
+        if key is not None and not pool:
+            self._unblock(key)
+        self.replay.pump(time.monotonic() + wait, lambda: bool(pool) or self.live_closed is not None)
         want = self._describe(item)
-        if not self.actual:
+        if not pool:
             if self.live_closed is not None:
                 self.mismatch(f"expected {want}; the target had closed the connection ({self.live_closed})",
                               [want], "connection closed")
@@ -483,9 +503,23 @@ class FlowReplay:
                 self.mismatch(f"expected {want}; nothing came within {wait:.1f}s", [want], "nothing (timeout)")
                 self.stalled = True
             return
-        got = self.actual.popleft()
+        got = pool.popleft()
         self.result.frames_compared += 1
         self._compare(item, got)
+
+    def _unblock(self, key) -> None:
+        """Send what the rules say the target needs to send the awaited frame (Rules.unblock),
+        noted once per connection."""
+        frame = self.replay.rules.unblock(key, self.rewriter)
+        if frame is None or self.sock is None or self.live_closed is not None or self.client_gone:
+            return
+        self.unblocked += 1
+        if self.unblocked == 1:
+            self.note(f"the replay sent {type(frame).__name__} frames the recording lacks, so that the "
+                      "target could send what the recording has (its flow control counts units it "
+                      "chose differently): see the transcript")
+        self.log("--", b"", f"added by the replay: {short_json(self.replay.spec.frame_to_dict(frame), 200)}")
+        self._send(self.replay.spec.encode(frame))
 
     def _describe(self, item: tuple) -> str:
         if item[0] == "error":
@@ -501,11 +535,12 @@ class FlowReplay:
             self.mismatch(f"expected {self._describe(want)}, got {self._describe(got)}",
                           [self._describe(want)], self._describe(got))
             return
-        expected, actual = rules.mask(want[1]), rules.mask(got[1])
+        expected = rules.mask(want[1])
+        actual = rules.mask(rules.align(want[1], got[1], self.rewriter))
         self.log("<-", self._encoded(got[2]), short_json(got[1], 300))
         differences = diff(expected, actual)
         if not differences:                       # only a true pair teaches echoed values
-            rules.learn(want[1], got[1])
+            rules.learn(want[1], got[1], self.rewriter)
         if differences:
             self.mismatch(f"frame {self.result.frames_compared}: " + "; ".join(differences[:8]),
                           [short_json(want[1], 300)], short_json(got[1], 300))
@@ -531,7 +566,7 @@ class FlowReplay:
             last = []
         for frame in last:
             for item in self.replay.rules.expand(self.replay.spec.frame_to_dict(frame)):
-                self.expect(("frame", item, frame), gap)
+                self.expect(("frame", item, frame), gap, self.replay.rules.async_key(item))
         wait = 0.0 if self.stalled else max(self.replay.options.timeout, gap * 1.5 + 1.0)
         self._unmatched_timer_frames(wait)
         self.replay.pump(time.monotonic() + wait, lambda: bool(self.actual) or self.live_closed is not None)
@@ -544,11 +579,21 @@ class FlowReplay:
                           f"within {wait:.1f}s", [f"connection closed ({how})"], "connection open")
             self.stalled = True
 
+    def received(self) -> list:
+        """The target's frames not compared yet, asynchronous ones included (taken out)."""
+        out = list(self.actual)
+        self.actual.clear()
+        for pool in self.async_got.values():
+            out += pool
+            pool.clear()
+        return out
+
     def _extra_frames(self, when: str) -> None:
-        while self.actual:
-            got = self.actual.popleft()
-            self.mismatch(f"the target sent a frame the recorded server did not {when}: "
-                          f"{self._describe(got)}", ["nothing"], self._describe(got))
+        for pool in (self.actual, *self.async_got.values()):
+            while pool:
+                got = pool.popleft()
+                self.mismatch(f"the target sent a frame the recorded server did not {when}: "
+                              f"{self._describe(got)}", ["nothing"], self._describe(got))
 
     def finish(self) -> None:
         if self.finished:

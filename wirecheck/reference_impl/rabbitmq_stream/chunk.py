@@ -9,6 +9,10 @@ header): a 48-byte header
 
 then ``bloom size`` bytes of filter (always 0 in version 0), ``data length`` bytes of entries,
 and ``trailer length`` bytes of trailer. The CRC is ``zlib.crc32`` of the entry data only.
+Deliver carries a chunk without its trailer; RabbitMQ 3.10.8 still announces the stored
+trailer's length in the header (a chunk of a publisher with a reference: its sequence
+record), which :attr:`Chunk.announced_trailer` keeps, so that such a frame encodes again to the
+bytes received. The reference broker announces 0.
 
 An entry is *simple* (u32 size with the top bit clear, then the body: one record) or a
 *sub-batch* (u8 ``0x80 | compression << 4``, u16 record count, u32 uncompressed length,
@@ -268,15 +272,23 @@ class Chunk:
     magic_version: int = MAGIC_VERSION
     #: The record bodies, when the decode-time check already cut them (all entries simple).
     bodies: Optional[tuple] = field(default=None, compare=False, repr=False)
+    #: The trailer length the header announced when the trailer bytes were not there (a
+    #: Deliver from RabbitMQ); None when they were, or when it announced none.
+    announced_trailer: Optional[int] = field(default=None, compare=False, repr=False)
 
     @property
     def next_offset(self) -> int:
         return self.first_offset + self.num_records
 
+    @property
+    def trailer_length(self) -> int:
+        """What the header says of the trailer: its length, or the announced one."""
+        return len(self.trailer) if self.trailer or self.announced_trailer is None else self.announced_trailer
+
     def header(self, *, trailer: bool = True) -> bytes:
         return HEADER.pack(self.magic_version, self.chunk_type, self.num_entries, self.num_records,
                            self.timestamp, self.epoch, self.first_offset, self.crc, len(self.data),
-                           len(self.trailer) if trailer else 0, len(self.bloom))
+                           self.trailer_length if trailer else 0, len(self.bloom))
 
     def encode(self, *, trailer: bool = True) -> bytes:
         """Header + bloom + data (+ trailer). With ``trailer=False`` the trailer is dropped and
@@ -361,7 +373,8 @@ def parse_chunk(buf, base: int = 0, *, check_crc: bool = True, check_entries: bo
             raise _err(f"chunk header says {num_records} records, its entries hold {records}",
                        Category.BAD_VALUE, base + 4)
     return Chunk(chunk_type, num_entries, num_records, timestamp, epoch, first_offset, crc, data,
-                 trailer, bloom, magic_version, None if bodies is None else tuple(bodies))
+                 trailer, bloom, magic_version, None if bodies is None else tuple(bodies),
+                 trailer_length if trailer_length and not trailer else None)
 
 
 # --- tracking records (trailers of user chunks, bodies of tracking chunks) ---------------------

@@ -300,9 +300,9 @@ def _jsonable(value):
             return {"hex": raw.hex()}
     if isinstance(value, Chunk):
         out = {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)
-               if f.name not in ("data", "trailer", "bloom", "bodies")}
+               if f.name not in ("data", "trailer", "bloom", "bodies", "announced_trailer")}
         out["data_length"] = len(value.data)
-        out["trailer_length"] = len(value.trailer)
+        out["trailer_length"] = value.trailer_length
         try:
             out["messages"] = [_jsonable(m) for m in value.messages()]
         except FrameError as exc:

@@ -24,6 +24,7 @@ from typing import Callable, Optional
 
 from ..core.errors import Category, FrameError
 from . import codec, sasl
+from .batch import WriteBatch
 from .chunk import ChunkType
 from .codec import RawFrame
 from .constants import (DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT, DOCUMENT_KEYS, RESPONSE_BIT, Code,
@@ -70,6 +71,9 @@ PROFILE_KEYS = {
     "current": CLIENT_KEYS_CURRENT,
 }
 #: What ExchangeCommandVersions advertises: (key, min, max).
+#: Frames that join the pending write batch (rabbitmq-3.10, batch.py); any other frame writes it
+#: first. A Heartbeat neither reads nor writes a stream.
+BATCHED_KEYS = frozenset((Key.PUBLISH, Key.STORE_OFFSET, Key.HEARTBEAT))
 SERVER_VERSIONS = tuple((int(k), 1, 2 if k in (Key.PUBLISH, Key.DELIVER) else 1)
                         for k in sorted(CLIENT_KEYS_CURRENT | {Key.DELIVER, Key.PUBLISH_CONFIRM,
                                                                Key.PUBLISH_ERROR, Key.METADATA_UPDATE}))
@@ -131,6 +135,9 @@ class StreamSession:
         self._started: Optional[float] = None
         self._last_recv = self._last_send = 0.0
         self._correlation = 0
+        # RabbitMQ 3.10's writer batches what reaches it together (batch.py); elsewhere each
+        # Publish and StoreOffset is written as it comes
+        self._batch = WriteBatch() if self.config.profile == "rabbitmq-3.10" else None
         state.sessions.add(self)
 
     # -- I/O surface --------------------------------------------------------------------------
@@ -160,6 +167,8 @@ class StreamSession:
                 self._fatal(Code.FRAME_TOO_LARGE, "frame too large")
             else:
                 self._fatal(Code.UNKNOWN_FRAME, "unknown frame")
+        if self._batch:
+            self._write_batch()
         return self._drain(now)
 
     def tick(self, now: float) -> list[bytes]:
@@ -241,6 +250,8 @@ class StreamSession:
 
     def _dispatch(self, raw: RawFrame) -> None:
         key = raw.key
+        if self._batch and key not in BATCHED_KEYS:
+            self._write_batch()                       # it sees everything sent before it
         if key is None:                                   # size < 4
             return self._fatal(Code.UNKNOWN_FRAME, "unknown frame")
         if key == Key.TUNE or key == Key.TUNE | RESPONSE_BIT:
@@ -374,14 +385,8 @@ class StreamSession:
             self._wake()
 
     def _on_metadata(self, f: codec.Metadata) -> None:
-        brokers = (codec.BrokerInfo(0, self.state.advertised_host, self.state.advertised_port),)
-        entries = []
-        for name in f.streams:
-            if self.state.stream(name) is None:
-                entries.append(codec.StreamMetadata(name, Code.STREAM_DOES_NOT_EXIST, 0xFFFF, ()))
-            else:
-                entries.append(codec.StreamMetadata(name, Code.OK, 0, ()))
-        self._send(codec.MetadataResponse(f.correlation_id, brokers, tuple(entries)))
+        brokers, entries = self.state.metadata(f.streams, as_rabbitmq_310=self.config.profile == "rabbitmq-3.10")
+        self._send(codec.MetadataResponse(f.correlation_id, brokers, entries))
 
     def _on_stream_stats(self, f: codec.StreamStats) -> None:
         log_ = self.state.stream(f.stream)
@@ -501,13 +506,23 @@ class StreamSession:
         # In order: an id at or below the last one kept, earlier in this frame included, is a
         # duplicate (RabbitMQ 3.10 drops 7 after 10 in one Publish).
         fresh = list(f.messages)
+        last = None
         if pub.reference:
-            last = log_.writer_sequence(pub.reference) or 0
+            last = self._batch.sequence(pub.stream, pub.reference) if self._batch else None
+            if last is None:
+                last = log_.writer_sequence(pub.reference) or 0
             fresh = []
             for m in f.messages:
                 if m.publishing_id > last:
                     fresh.append(m)
                     last = m.publishing_id
+        if self._batch is not None:
+            entries = [m.entry() for m in fresh]
+            if self._batch.would_overflow(pub.stream, entries):
+                self._write_batch()
+            self._batch.publish(pub.stream, f.publisher_id, tuple(m.publishing_id for m in f.messages),
+                                entries, pub.reference, last)
+            return
         if fresh:
             seqs = None
             if pub.reference:
@@ -606,10 +621,22 @@ class StreamSession:
         log_ = self.state.stream(f.stream)
         if log_ is None or not f.reference or _reference_too_long(f.reference):
             return                                   # no response exists for StoreOffset
+        if self._batch is not None:
+            return self._batch.store_offset(f.stream, f.reference, f.offset)
         try:
             log_.store_offset(f.reference, f.offset, int(self.clock() * 1000))
         except (OSError, StoreError) as exc:
             log.error("storing offset %r on %s failed: %s", f.reference, f.stream, exc)
+
+    def _write_batch(self) -> None:
+        """Write what this connection's read left pending (profile rabbitmq-3.10, batch.py),
+        then confirm it."""
+        for name, written, answers in self._batch.write(self.state.stream, int(self.clock() * 1000)):
+            if not self.closed:
+                for frame in answers:
+                    self._send(frame)
+            if written:
+                self.state.appended(name)
 
     def _on_query_offset(self, f: codec.QueryOffset) -> None:
         log_ = self.state.stream(f.stream)

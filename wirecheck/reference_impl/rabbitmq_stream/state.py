@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from . import codec
+from .constants import Code
 from .store import StreamStore
 
 DEFAULT_USERS = {"guest": "guest"}          # RabbitMQ's default user (loopback only there too)
@@ -70,6 +72,26 @@ class BrokerState:
         for session in list(self.sessions):
             session.stream_deleted(name)
         self.readers.pop(name, None)
+
+    def metadata(self, names, *, as_rabbitmq_310: bool = False) -> tuple[tuple, tuple]:
+        """(brokers, stream entries) of a Metadata answer for ``names``: a missing stream has
+        code 2 and leader 0xFFFF; this one node is broker 0.
+
+        The document ("Metadata": [Broker] [StreamMetadata]) says neither which brokers are
+        listed nor how the streams are ordered. RabbitMQ 3.10.8 answers each name once, in
+        reverse byte order (a fold over a map of the names; beyond 32 names a hash order),
+        and lists only the brokers of the streams it found: none when none exists. With
+        ``as_rabbitmq_310`` (profile rabbitmq-3.10) so does this broker; otherwise each name
+        is answered in the order asked, and the broker is always listed."""
+        if as_rabbitmq_310:
+            names = sorted(set(names), key=lambda n: n.encode("utf-8"), reverse=True)
+        entries = tuple(codec.StreamMetadata(name, Code.STREAM_DOES_NOT_EXIST, 0xFFFF, ())
+                        if self.stream(name) is None else codec.StreamMetadata(name, Code.OK, 0, ())
+                        for name in names)
+        brokers = (codec.BrokerInfo(0, self.advertised_host, self.advertised_port),)
+        if as_rabbitmq_310 and not any(e.code == Code.OK for e in entries):
+            brokers = ()
+        return brokers, entries
 
     def authenticate(self, user: str, password: str) -> bool:
         return user in self.users and self.users[user] == password

@@ -22,7 +22,10 @@ What the stream holds besides messages, as the real server's log does:
   SEQUENCE), so deduplication state survives a restart;
 * each StoreOffset is a chunk of type TRACKING_DELTA with one record, which therefore occupies
   an offset of its own (SPEC_NOTES.md, RabbitMQ Stream: "each StoreOffset occupies an offset of
-  its own in the stream, so message offsets jump after a store");
+  its own in the stream, so message offsets jump after a store"); several stored together
+  (:meth:`StreamLog.store_offsets`) are one such chunk, and stored offsets written with messages
+  ride in the user chunk's trailer (:meth:`StreamLog.append`), as RabbitMQ 3.10's writer does
+  with what reaches it in one batch (session.py, profile rabbitmq-3.10);
 * each new segment starts with a TRACKING_SNAPSHOT chunk (one record, one offset) holding the
   whole tracking state, when there is any, as the real server's log does on a segment roll:
   retention deletes whole segments, and without the snapshot the tracking records in them
@@ -408,9 +411,11 @@ class StreamLog:
     # -- writing -----------------------------------------------------------------------------
 
     def append(self, entries: Iterable[Entry], timestamp_ms: int,
-               writer_sequences: dict[str, int] | None = None) -> Chunk:
-        """Write one user chunk holding ``entries``; returns it once it is durable per the
-        fsync policy (the caller confirms the publishes only then)."""
+               writer_sequences: dict[str, int] | None = None,
+               stored_offsets: dict[str, int] | None = None) -> Chunk:
+        """Write one user chunk holding ``entries``, with the publishers' sequences and any
+        ``stored_offsets`` (reference -> offset) as tracking records in its trailer; returns it
+        once it is durable per the fsync policy (the caller confirms the publishes only then)."""
         entries = list(entries)
         if not all(isinstance(e, (SimpleEntry, SubBatchEntry)) for e in entries):
             raise StoreError("entries are SimpleEntry or SubBatchEntry objects")
@@ -424,6 +429,10 @@ class StreamLog:
             _check_reference(reference)
             _check_u64("publishing id", sequence)
             records.append((TrackingType.SEQUENCE, reference, sequence))
+        for reference, offset in (stored_offsets or {}).items():
+            _check_reference(reference)
+            _check_u64("offset", offset)
+            records.append((TrackingType.OFFSET, reference, offset))
         if sum(e.record_count for e in entries) < 1:
             raise StoreError("a chunk holds at least one record")
         self._prepare(timestamp_ms)
@@ -435,11 +444,20 @@ class StreamLog:
     def store_offset(self, reference: str, offset: int, timestamp_ms: int) -> Chunk:
         """Write a tracking chunk for a StoreOffset; it occupies one offset (SPEC_NOTES.md,
         RabbitMQ Stream)."""
-        _check_reference(reference)
-        _check_u64("offset", offset)
+        return self.store_offsets({reference: offset}, timestamp_ms)
+
+    def store_offsets(self, offsets: dict[str, int], timestamp_ms: int) -> Chunk:
+        """Write one tracking chunk holding ``offsets`` (reference -> offset): one record, so
+        one offset, however many references it holds (RabbitMQ 3.10 writes the StoreOffsets
+        of one writer batch so)."""
+        if not offsets:
+            raise StoreError("a tracking chunk holds at least one stored offset")
+        for reference, offset in offsets.items():
+            _check_reference(reference)
+            _check_u64("offset", offset)
         _check_timestamp(timestamp_ms)
         self._prepare(timestamp_ms)
-        data = encode_tracking([(TrackingType.OFFSET, reference, offset)])
+        data = encode_tracking([(TrackingType.OFFSET, r, o) for r, o in offsets.items()])
         chunk = _tracking_chunk(ChunkType.TRACKING_DELTA, data, self._next_offset, timestamp_ms)
         self._write(chunk)
         return chunk
