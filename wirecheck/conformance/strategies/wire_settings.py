@@ -33,11 +33,14 @@ def run_machine(factory, wire: settings, budget=None) -> None:
     ends with that :class:`~conformance.target.BudgetSpent`: hypothesis, stopped in the middle
     of an example it was replaying, reports an inconsistent-data error of its own instead.
 
-    With ``budget``, the number of examples fits the link: a few run first, and the rest only
-    as many as fit :data:`EXAMPLES_SHARE` of the budget left at the start, at the cost those
-    took. A slow link or a busy machine then means fewer examples, never a TIMEOUT (no
+    With ``budget``, the number of examples fits the link: a few run first, to measure, then
+    the whole run when it fits :data:`EXAMPLES_SHARE` of the budget left at the start at the
+    cost those took, else as many examples as fit. A slow link or a busy machine then means fewer examples, never a TIMEOUT (no
     verdict may depend on how fast bytes travel)."""
-    if budget is None:
+    if budget is None or wire.derandomize:
+        # A derandomized run draws fixed examples: run twice, it would replay the first ones,
+        # and a target whose answers vary with timing then reads as inconsistent data
+        # generation. It keeps its examples, as configured.
         _run(factory, wire)
         return
     import math
@@ -48,11 +51,14 @@ def run_machine(factory, wire: settings, budget=None) -> None:
     started = time.monotonic()
     _run(factory, settings(wire, max_examples=first))
     spent = time.monotonic() - started
-    rest = wire.max_examples - first
-    if rest > 0 and math.isfinite(allowance):
-        rest = min(rest, int((allowance - spent) / max(spent / first, 1e-3)))
-    if rest > 0:
-        _run(factory, settings(wire, max_examples=rest))
+    if first >= wire.max_examples:
+        return
+    # Then the whole run as configured when it fits, else as many examples as fit.
+    count = wire.max_examples
+    if math.isfinite(allowance):
+        count = min(count, int((allowance - spent) / max(spent / first, 1e-3)))
+    if count > first:
+        _run(factory, settings(wire, max_examples=count))
 
 
 def _run(factory, wire: settings) -> None:
