@@ -55,7 +55,11 @@ class Scenario:
 def _run_suite(spec) -> Callable[[str, int, str | None], None]:
     def run(host: str, port: int, url: str | None) -> None:
         target = url or f"{host}:{port}"
-        cmd = [sys.executable, "-m", "wirecheck", "check", "--protocol", spec.id, "--target", target]
+        # The state machines are left out: what their several connections see depends on how
+        # the broker interleaves them (a queue's round robin), which a replay, comparing each
+        # connection in the recorded order, cannot hold the target to. They run live in make test.
+        cmd = [sys.executable, "-m", "wirecheck", "check", "--protocol", spec.id, "--target", target,
+               "--", "-k", "not stateful"]
         result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
         tail = (result.stdout + result.stderr)[-3000:]
         if result.returncode != 0:
