@@ -85,9 +85,24 @@ def _answer(sig, conn, size: int, what: str):
     return None
 
 
+def _sent(conn, size: int, what: str, *items) -> bool:
+    """Send ``items``; False when the target ended the connection while the kit was still
+    sending a message above READ_AT_LEAST (a refusal, as in :func:`_answer`: a server that stops
+    reading and closes resets the kit's unsent bytes)."""
+    try:
+        conn.send(*items)
+    except TargetClosed:
+        if size <= READ_AT_LEAST:
+            raise TargetError(f"the target ended the connection on {what} ({size} bytes); every server "
+                              f"reads messages of up to {READ_AT_LEAST} bytes") from None
+        return False
+    return True
+
+
 def _echo_or_refusal(sig, conn, request: Invocation, expected):
     wire = sig.encode(request)
-    conn.send(wire)
+    if not _sent(conn, len(wire), f"a {len(wire)}-byte {request.target}", wire):
+        return
     done = _answer(sig, conn, len(wire), f"a {len(wire)}-byte {request.target}")
     if done is None:
         return
@@ -100,9 +115,9 @@ def _carry(sig, conn, value):
     """Remember(value) then Recall(): the target reads the value and writes it back."""
     remember = sig.nonblocking("Remember", value)
     wire = sig.encode(remember)
-    conn.send(wire)
     recall = sig.invocation("Recall")
-    conn.send(recall)
+    if not _sent(conn, len(wire), f"Remember of a {len(wire)}-byte value", wire, recall):
+        return
     done = _answer(sig, conn, len(wire), f"Remember of a {len(wire)}-byte value")
     if done is None:
         return
