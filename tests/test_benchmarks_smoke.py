@@ -55,7 +55,8 @@ EXPECTED = [
 def test_quick_benchmark_run_writes_every_result(tmp_path):
     out = tmp_path / "bench.json"
     proc = subprocess.run([sys.executable, "benchmarks/run.py", "--quick", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+                          cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)   # a bound against a hang: ~90 s idle, twice that on a busy machine
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
 

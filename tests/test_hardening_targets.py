@@ -106,7 +106,9 @@ def test_signalr_suite_against_an_endless_stream_of_pings(label, transport, tmp_
     result = soak.run_case(label, "signalr", transport, "endless", timeout=soak.FULL_TIMEOUT, extra=extra,
                            expected=expected, workdir=str(tmp_path))
     assert result["ok"], result
-    assert result["goals"]["within_time_bound"]["figure"] < 20, result["goals"]
+    # Reading the stream for the silent client's whole test budget took 100 s and more; failing
+    # at once takes a few seconds, about 20 with both cores busy (a bound, not a speed target).
+    assert result["goals"]["within_time_bound"]["figure"] < 60, result["goals"]
     report = json.loads((tmp_path / f"{label}-endless.json").read_text())
     silent = [t for t in report["tests"] if "test_silent_client_is_dropped" in t["nodeid"]]
     assert silent and all(t["verdict"] in ("FAIL", "NON-STRICT") and "keep-alive Pings" in t["message"]
