@@ -381,9 +381,10 @@ class Connection:
             if remaining <= 0:
                 self.transcript.add("--", b"", f"timeout waiting for {expecting}")
                 partial = self.decoder.buffered
-                reason = (f"no answer within {wait:g} s (expected {expecting})" if not partial else
-                          f"no more bytes within {wait:g} s with {partial} bytes of a frame received "
-                          f"(expected {expecting})")
+                reason = (f"no more bytes within {wait:g} s with {partial} bytes of a frame received "
+                          f"(expected {expecting})" if partial else
+                          f"only {self.unsolicited_what} for {wait:g} s ({skipped}; expected {expecting})"
+                          if skipped else f"no answer within {wait:g} s (expected {expecting})")
                 self.budget.timed_out(reason)
                 raise TargetTimeout(reason)
             if self.closed_by_peer:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import time
 import uuid
 
 import pytest
@@ -142,29 +141,10 @@ class Sig:
     # -- receiving -------------------------------------------------------------------------
 
     def recv(self, conn, expecting: str = "a message", timeout: float | None = None):
-        """The next message other than a keep-alive Ping, within one timeout however many
-        Pings come first (a target sending nothing but Pings must not keep the suite reading).
-        More than :data:`MAX_PINGS` Pings in a row is a flood: the connection is dropped and
-        :class:`~conformance.target.TargetFlooded` raised."""
-        limit = conn.timeout if timeout is None else timeout
-        started = time.monotonic()
-        deadline = started + limit
-        pings = 0
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                reason = f"only keep-alive Pings for {limit:g} s (expected {expecting})"
-                conn.budget.timed_out(reason)
-                raise TargetTimeout(reason)
-            message = conn.recv(left, expecting=expecting)
-            if not isinstance(message, Ping):
-                return message
-            pings += 1
-            if pings > MAX_PINGS:
-                took = time.monotonic() - started
-                raise conn.drop(f"more than {MAX_PINGS} keep-alive Pings in {took:.3g} s and nothing else "
-                                f"(expected {expecting}): a flood, where a server sends one Ping per "
-                                f"keep-alive interval; the suite dropped the connection")
+        """The next message other than a keep-alive Ping, within one timeout however many Pings
+        come first; more than :data:`MAX_PINGS` in a row is a flood, and the connection is
+        dropped (Connection.recv with the Pings as ``unsolicited``: :meth:`_pings_pass`)."""
+        return conn.recv(timeout, expecting=expecting)
 
     def collect(self, conn, iid: str, *, end=None) -> list:
         """Messages for ``iid`` until the one ``end`` accepts (default: a Completion, or the
