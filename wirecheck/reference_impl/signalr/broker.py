@@ -242,6 +242,14 @@ class WebSocketConnection:
                     continue
                 self._enqueue(self.session.receive(data, self.clock()))
                 self._after_session()
+                if self._closing:
+                    # The session ended on this message (the client's Close, or an error). Stop
+                    # reading here so that the writer's ws.close() reads up to the client's close
+                    # frame itself: called while this loop waits in receive(), aiohttp closes
+                    # the socket without waiting for it, and a close frame that arrives a moment
+                    # later makes the kernel answer with a reset (RFC 6455 7.1.1 wants the
+                    # handshake finished before the TCP close).
+                    break
                 if self._queued > self.config.write_high_water:
                     await self._drained.wait()   # backpressure: stop reading a slow reader
         finally:
