@@ -1,9 +1,13 @@
 """The BlipMQ state machine (wirecheck/conformance/strategies/blipmq_machine.py) against the reference
 session in memory: every rule's answer checked against the model, SHOULD-level rules included.
 The same machine runs over the wire in wirecheck/conformance/suites/blipmq/test_stateful.py."""
-from hypothesis import HealthCheck, settings
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
 
-from wirecheck.conformance.strategies.blipmq_machine import BlipMachine
+from wirecheck.conformance.strategies.blipmq_machine import BlipMachine, SessionDriver, split_at_barrier
+from wirecheck.reference_impl.blipmq import codec
+from wirecheck.reference_impl.blipmq.codec import Ping
 
 
 class SessionMachine(BlipMachine):
@@ -23,3 +27,48 @@ SessionMachineWireRules.TestCase.settings = settings(max_examples=30, **_SETTING
 
 TestSessionMachine = SessionMachine.TestCase
 TestSessionMachineWireRules = SessionMachineWireRules.TestCase
+
+
+class TickingDriver(SessionDriver):
+    """The reference session with a clock that moves a second before every frame: each POLL
+    finds the deliveries before it past their redelivery backoff (0.1 s), as over a slow link
+    or on a busy machine, where an exchange can outlast a target's timer."""
+
+    def __init__(self, retry_backoff) -> None:
+        super().__init__()
+        self.retry_backoff = retry_backoff
+
+    def exchange(self, frames: list[bytes]) -> list:
+        out = []
+        for frame in frames:
+            self.now += 1.0
+            out.append(self.session.receive(frame, self.now))
+        barrier = next(self._barriers)
+        out.append(self.session.receive(codec.encode(Ping(barrier)), self.now))
+        answers, self.barrier_answer = split_at_barrier(
+            self.decoder.feed(b"".join(b"".join(chunk) for chunk in out)), barrier)
+        return answers
+
+
+class TickingMachine(BlipMachine):
+    """The wire suite's SHOULD run, told the target's backoff (the profile's ``retry_backoff``):
+    redeliveries between pipelined POLLs and a NACK(404) for an ack that came after the timer
+    took the delivery back are expected, and the message again later."""
+    should = True
+    defer_acks = False
+    driver_factory = staticmethod(lambda: TickingDriver(retry_backoff=0.1))
+
+
+TickingMachine.TestCase.settings = settings(max_examples=60, **_SETTINGS)
+TestTickingMachine = TickingMachine.TestCase
+
+
+def test_a_machine_told_no_timer_fires_flags_the_redeliveries():
+    """The control: the same clock, a machine that believes no timer can fire (retry_backoff
+    None, as in memory) finds the redeliveries against its model."""
+    class Unaware(TickingMachine):
+        driver_factory = staticmethod(lambda: TickingDriver(retry_backoff=None))
+    with pytest.raises(AssertionError):
+        run_state_machine_as_test(Unaware, settings=settings(max_examples=200, derandomize=True, report_multiple_bugs=False,
+                                                             phases=[Phase.generate],
+                                                             database=None, **_SETTINGS))

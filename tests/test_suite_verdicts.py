@@ -151,3 +151,21 @@ def test_hypothesis_giving_up_is_a_harness_error_not_the_targets_fail(tmp_path):
     assert verdicts == {"test_strategy_broke": "HARNESS-ERROR", "test_health_check": "HARNESS-ERROR",
                         "test_failed_once": "FAIL"}, (verdicts, result.stdout[-3000:])
     assert result.returncode == 2
+
+
+def test_state_machine_accepts_a_redelivery_timer_that_fires_mid_exchange(tmp_path):
+    """A target whose QoS1 redelivery timer fires between pipelined POLLs (here: at once; on a
+    slow link or a busy machine, any exchange that outlasts the backoff) redelivers legally:
+    told the profile's ``retry_backoff``, the state machine expects it and passes (its model
+    of the redeliveries is checked, with a control, in tests/test_blipmq_stateful.py)."""
+    from wirecheck.reference_impl.core import registry
+    profile = tmp_path / "quick.toml"
+    profile.write_text('extends = "document"\n[timing]\nretry_backoff = 0.0\n')
+    report = tmp_path / "r.json"
+    broker = registry.get("blipmq").make_broker("127.0.0.1", 0, retry_backoff=0.0)
+    with ThreadedServer(broker) as server:
+        result = check(server.address[1], "--profile", str(profile), "--", "-k", "test_state_machine_should",
+                       "-p", "no:randomly", report=report, timeout=240)
+    doc = json.loads(report.read_text())
+    got = {t["nodeid"].rsplit("::", 1)[-1]: t["verdict"] for t in doc["tests"]}
+    assert result.returncode == 0 and got == {"test_state_machine_should": "PASS"}, result.stdout[-3000:]

@@ -34,6 +34,7 @@ connection and model go on (``driver.probe``).
 from __future__ import annotations
 
 import itertools
+import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
@@ -93,6 +94,21 @@ def split_at_barrier(answers: list, barrier: int) -> tuple[list, object]:
     raise AssertionError(f"no answer to the barrier PING({barrier}) in {answers}")
 
 
+def _without_redeliveries(answers: list) -> list:
+    """``answers`` without a QoS1 delivery that repeats one made earlier in the same exchange
+    (same tag, same message): the target's redelivery timer fired between two POLLs."""
+    seen, kept = set(), []
+    for frame in answers:
+        key = (frame.correlation_id, frame.topic, frame.message) \
+            if isinstance(frame, Publish) and frame.qos == 1 else None
+        if key is not None and key in seen:
+            continue
+        if key is not None:
+            seen.add(key)
+        kept.append(frame)
+    return kept
+
+
 class SessionDriver:
     """The reference session in memory, over a fresh broker state; time stands still."""
 
@@ -101,7 +117,10 @@ class SessionDriver:
         self.decoder = codec.Decoder()
         self.now = now
         self.api_key = api_key
+        #: time stands still: no redelivery timer can fire (WireDriver.retry_backoff)
+        self.retry_backoff = None
         self.barrier_answer = None
+        self.clock = lambda: self.now
         self._barriers = itertools.count(BARRIER_BASE)
 
     @property
@@ -144,8 +163,12 @@ class WireDriver:
     ``connect()`` opens another such connection, for probes."""
 
     def __init__(self, conn, *, api_key: str, topic_prefix: str, max_answers: int = 16,
-                 connect=None) -> None:
+                 connect=None, retry_backoff: float | None = None) -> None:
         self.conn = conn
+        #: the target's first QoS1 redelivery delay (its profile's [timing]); once a POLL is
+        #: older than that, a redelivery of what it delivered is legal (None: not known)
+        self.retry_backoff = retry_backoff
+        self.clock = time.monotonic
         self.connect = connect
         self.api_key = api_key
         self.topic_prefix = topic_prefix
@@ -386,11 +409,21 @@ class BlipMachine(RuleBasedStateMachine):
 
     # -- poll / ack ------------------------------------------------------------------------------
 
+    def _late(self, since: float) -> bool:
+        """Whether the target's redelivery timer may have fired for a delivery made after
+        ``since``: over the wire on a slow link or a busy machine an exchange can outlast the
+        target's retry backoff, and a redelivery then is legal behaviour, not a fault."""
+        backoff = self.driver.retry_backoff
+        return backoff is not None and self.driver.clock() - since >= backoff
+
     def _poll(self, sub_id: int, cid: int, count: int) -> list[int]:
         """``count`` POLLs pipelined (ids ``cid``, ``cid + 1``, ...), answers checked against the
         model; returns the QoS1 delivery tags now in flight."""
         sub = self.subs[sub_id]
+        self._poll_started = self.driver.clock()
         answers = self._exchange(*[Poll(cid + i, sub_id) for i in range(count)])
+        if self._late(self._poll_started):
+            answers = _without_redeliveries(answers)
         items = [sub.queue.popleft() for _ in range(min(count, len(sub.queue)))]
         # The first polls get the queued messages, the others nothing ("Returns no frame").
         assert len(answers) == len(items) and all(isinstance(a, Publish) for a in answers), \
@@ -410,7 +443,7 @@ class BlipMachine(RuleBasedStateMachine):
             if self.should:
                 assert tag == item.tag, f"delivery tag {tag}, expected {item.tag} (per subscription, from 1)"
             assert tag not in sub.inflight, f"delivery tag {tag} is already in flight"
-            sub.inflight[tag] = item
+            sub.inflight[tag] = Queued(item.qos, item.message, tag)
             tags.append(tag)
         return tags
 
@@ -422,14 +455,24 @@ class BlipMachine(RuleBasedStateMachine):
     @precondition(lambda self: not self.defer_acks)
     @rule(target=settled, sub_id=subscriptions, cid=cids, count=st.integers(1, 3))
     def poll_and_ack(self, sub_id, cid, count):
-        """Over the wire time passes: ack at once, before any redelivery backoff can expire."""
-        return multiple(*[self.ack((sub_id, tag)) for tag in self._poll(sub_id, cid, count)])
+        """Over the wire time passes: ack at once, before any redelivery backoff can expire.
+        When the poll and its ack took longer than the backoff all the same, the target may
+        have taken the delivery back for redelivery: NACK(404) is then accepted and the model
+        expects the message again, after those queued (blipmq-protocol.md, QoS1 retries)."""
+        tags = self._poll(sub_id, cid, count)
+        return multiple(*[self.ack((sub_id, tag), since=self._poll_started) for tag in tags])
 
     @rule(target=settled, pair=consumes(inflight))
-    def ack(self, pair):
+    def ack(self, pair, since: float | None = None):
         sub_id, tag = pair
-        self._check(Ack(tag, sub_id), [], f"ACK of in-flight tag {tag}")
-        del self.subs[sub_id].inflight[tag]
+        sub = self.subs[sub_id]
+        answers = self._exchange(Ack(tag, sub_id))
+        taken_back = [Nack(tag, 404, UNKNOWN_TAG)]
+        if since is not None and answers == taken_back and self._late(since):
+            sub.queue.append(sub.inflight.pop(tag))      # redelivered later, same tag
+            return pair
+        assert answers == [], f"ACK of in-flight tag {tag}: expected [], got {answers}"
+        del sub.inflight[tag]
         return pair
 
     @rule(pair=settled)
