@@ -76,7 +76,7 @@ def _option_value(text: str):
 
 #: Protocols with authentication, and the well-known credentials their reference broker accepts
 #: when none are given: fine on loopback (as RabbitMQ's guest user), refused on any other
-#: address (README, "Security defaults").
+#: address (docs/brokers.md, "Limits and security defaults").
 DEFAULT_CREDENTIALS = {
     "blipmq": "API key 'dev-key'",
     "vibemq": "password 'vibemq'",
@@ -125,8 +125,8 @@ def _broker_error(spec, exc: Exception, from_profile=()) -> str:
                           else f"unknown --option {name}")
                          + (f" (did you mean {near}?)" if (near := exc.near(name)) else "")
                          for name in exc.names)
-        return (f"{what}: the {spec.id} broker has no setting of that name (README: \"The "
-                "reference broker and client\")")
+        return (f"{what}: the {spec.id} broker has no setting of that name (docs/brokers.md: "
+                "\"Every broker\")")
     return str(exc)
 
 
@@ -413,7 +413,15 @@ def cmd_check(args) -> int:
         argv += ["--no-preflight"]
     if args.target_command:
         argv += ["--target-command", args.target_command]
+    _docs_url(args)
     return exit_code(int(pytest.main(argv)))
+
+
+def _docs_url(args) -> None:
+    """``--docs-url``: where the HTML report links the requirement IDs (report_html.docs_url)."""
+    if args.docs_url is not None:
+        from wirecheck.conformance.report_html import DOCS_URL_ENV
+        os.environ[DOCS_URL_ENV] = args.docs_url
 
 
 def cmd_report(args) -> int:
@@ -424,6 +432,7 @@ def cmd_report(args) -> int:
     except ReportError as exc:
         print(f"wirecheck report: {exc}", file=sys.stderr)
         return EXIT_HARNESS
+    _docs_url(args)
     for path in write(inputs.runs, args.out, inputs.campaigns, inputs.analyses):
         print(f"wrote {path}")
     return EXIT_OK
@@ -526,10 +535,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scenario", default=None,
                    help="with --check-clients: what the server's bytes go through on the way to the "
                         "client: none, split, coalesce, delay, close (default none), or one of the protocol's "
-                        "own (heartbeat, error-response, unknown-fields, max-size, ...: see the README)")
+                        "own (heartbeat, error-response, unknown-fields, max-size, ...: docs/start/clients.md)")
     s.add_argument("--scenario-option", action="append", default=None, metavar="KEY=VALUE",
                    help="with --check-clients: an option of the scenario (e.g. interval=1.0, code=17, "
-                        "command=SUBSCRIBE; see the README); repeatable")
+                        "command=SUBSCRIBE; docs/start/clients.md); repeatable")
     s.add_argument("--duration", type=float, default=None, metavar="S",
                    help="with --check-clients: stop after S seconds")
     s.add_argument("--report", default=None, metavar="FILE",
@@ -562,6 +571,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "CRASH, stopped at the end (--target defaults to 127.0.0.1:{port})")
     s.add_argument("--no-preflight", action="store_true",
                    help="do not check first that the target answers the handshake and takes the credentials")
+    s.add_argument("--docs-url", default=None, metavar="URL",
+                   help="base address of the documentation site the HTML report links each requirement "
+                        "ID to (default: $WIRECHECK_DOCS_URL, else a checkout's site/; empty: no links)")
     s.add_argument("pytest_args", nargs="*", help="passed to pytest after -- (paths or node ids "
                    "among them narrow the run to those tests)")
     s.set_defaults(func=cmd_check)
@@ -574,6 +586,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True,
                    help="FILE.html (HTML report), FILE.json (index.json + transcripts/ beside it), or a "
                         "directory (index.html and index.json)")
+    s.add_argument("--docs-url", default=None, metavar="URL",
+                   help="base address of the documentation site the HTML report links each requirement "
+                        "ID to (default: $WIRECHECK_DOCS_URL, else a checkout's site/; empty: no links)")
     s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("decode", help="decode frames; JSON lines")
@@ -645,7 +660,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def extra_needed(args) -> tuple[str, str] | None:
     """(the optional extra, what needs it) when the parsed command needs more than the CI
-    gate's plain install (pyproject.toml's extras; README "Install")."""
+    gate's plain install (pyproject.toml's extras; docs/start/install.md)."""
     if args.func is cmd_fuzz and (args.decoder or args.nested or args.session or args.all):
         return "fuzz", "in-process fuzzing (atheris targets)"
     if args.func in (cmd_analyze, cmd_analyze_fuzz):

@@ -4,7 +4,7 @@ filter script are inline).
 Layout: the runs; a summary per protocol and run (verdict counts, MUST/SHOULD coverage,
 conformant or not); with several runs, a matrix of requirements x implementations; per
 protocol, the requirement catalogue as the table of contents, a verdict per requirement, each
-linking to its cases; per case that did not pass, the requirement text, what was expected,
+linking to its cases and to its entry in the documentation site (:func:`docs_url`); per case that did not pass, the requirement text, what was expected,
 what happened, and the wire transcript (time, direction, decoded frame, hex; both
 directions). Filters: failed only, protocol, level.
 
@@ -22,7 +22,9 @@ protocol the frame types and sizes as bar charts, latency, codes and totals.
 """
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 from wirecheck.conformance import causes, verdicts
 from wirecheck.conformance.report_captures import captures
@@ -38,6 +40,34 @@ FAILED = {verdicts.FAIL, verdicts.CRASH, verdicts.TIMEOUT, verdicts.HARNESS_ERRO
 _ORDER = [verdicts.PASS, verdicts.FAIL, verdicts.CRASH, verdicts.TIMEOUT, verdicts.NON_STRICT, verdicts.WAIVED,
           verdicts.UNIMPLEMENTED, verdicts.INFORMATIONAL, verdicts.SKIPPED, verdicts.HARNESS_ERROR]
 _HEX_SHOWN = 512          # bytes of each wire entry shown in the page (the JSON keeps 4 KiB)
+#: Where the documentation site is, for the requirement links (``--docs-url`` sets it).
+DOCS_URL_ENV = "WIRECHECK_DOCS_URL"
+
+
+def docs_url() -> str:
+    """The base address of the documentation site (docs/start/reports.md, "Requirement links
+    into this site"): ``$WIRECHECK_DOCS_URL`` (empty: no links); else, when the kit runs from a
+    checkout (``mkdocs.yml`` beside the package), the checkout's built site (``make docs``);
+    else "" (an installed kit knows of no site)."""
+    value = os.environ.get(DOCS_URL_ENV)
+    if value is not None:
+        value = value.strip()
+        return value if not value or value.endswith("/") else value + "/"
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "mkdocs.yml").is_file():
+        return (checkout / "site").as_uri() + "/"
+    return ""
+
+
+def requirement_url(base: str, proto: str, rid: str) -> str:
+    """A requirement's entry in the site: its protocol's catalogue page (tools/gen_docs.py
+    writes ``requirements/<protocol>.md``), anchored at the ID in lower case. "" without a base."""
+    return f"{base}requirements/{proto}.html#{rid.lower()}" if base else ""
+
+
+def _doc_link(url: str) -> str:
+    return (f" <a class='doc' href='{_e(url)}' title='the requirement in the documentation'>doc</a>"
+            if url else "")
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1b1f24;background:#fafafa}
@@ -66,6 +96,7 @@ th{background:#f0f0f0}.num{text-align:right}
 .k-other{background:#57606a}header a{color:#fff}
 .bars rect{fill:#0969da}.bars g:hover rect{fill:#0550ae}.charts{display:flex;flex-wrap:wrap;gap:8px 32px}
 .rid{white-space:nowrap}figure{margin:4px 0}figcaption{font-size:12px;color:#57606a}
+a.doc{font-size:11px;color:#57606a;margin-left:3px}
 """
 
 _JS = """
@@ -100,7 +131,10 @@ def _badge(verdict: str) -> str:
 
 
 def render(runs: list[Run], title: str = "wirecheck compliance report", campaigns: list[Campaign] = (),
-           analyses: list[Analysis] = ()) -> str:
+           analyses: list[Analysis] = (), docs: str | None = None) -> str:
+    """The report's HTML; ``docs``: the documentation site's base address for the requirement
+    links (default :func:`docs_url`; "" for none)."""
+    docs = docs_url() if docs is None else docs
     protocols = sorted({p for r in runs for p in r.protocols} | {p for c in campaigns for p in c.protocols}
                        | {p for a in analyses for p in a.protocols})
     links = (f" &middot; <a href='#fuzzing'>{len(campaigns)} fuzz campaign(s)</a>" if campaigns else "") + (
@@ -113,7 +147,7 @@ def render(runs: list[Run], title: str = "wirecheck compliance report", campaign
     if runs or not (campaigns or analyses):
         out += [_runs_table(runs), _summary(runs, protocols)]
     if len(runs) > 1:
-        out.append(_matrix(runs, protocols))
+        out.append(_matrix(runs, protocols, docs))
     if campaigns:
         out.append(_fuzzing(campaigns))
     if analyses:
@@ -121,7 +155,7 @@ def render(runs: list[Run], title: str = "wirecheck compliance report", campaign
     for proto in protocols:
         for run in runs:
             if proto in run.protocols:
-                out.append(_protocol_section(run, proto, several=len(runs) > 1))
+                out.append(_protocol_section(run, proto, several=len(runs) > 1, docs=docs))
     out.append(f"</main><script>{_JS}</script></body></html>")
     return "\n".join(out)
 
@@ -194,7 +228,7 @@ def _summary(runs: list[Run], protocols: list[str]) -> str:
             "<th>requirements not met</th><th>stale waivers</th></tr>" + "".join(rows) + "</table></section>")
 
 
-def _matrix(runs: list[Run], protocols: list[str]) -> str:
+def _matrix(runs: list[Run], protocols: list[str], docs: str = "") -> str:
     head = "".join(f"<th>{_e(r.label)}</th>" for r in runs)
     rows = []
     for proto in protocols:
@@ -207,12 +241,16 @@ def _matrix(runs: list[Run], protocols: list[str]) -> str:
             level = cat.get(rid, {}).get("level", "")
             cells = "".join(f"<td>{_badge(v) if v else ''}</td>" for v in vs)
             rows.append(f"<tr class='req' data-proto='{_e(proto)}' data-level='{_e(level)}' data-failed='{failed}'>"
-                        f"<td>{_e(rid)}</td><td>{_e(level)}</td>{cells}</tr>")
+                        f"<td>{_linked(rid, requirement_url(docs, proto, rid))}</td><td>{_e(level)}</td>{cells}</tr>")
     return ("<section id='matrix'><h2>Implementations &times; requirements</h2><table><tr><th>requirement</th>"
             f"<th>level</th>{head}</tr>" + "".join(rows) + "</table></section>")
 
 
-def _protocol_section(run: Run, proto: str, several: bool) -> str:
+def _linked(text: str, url: str) -> str:
+    return f"<a href='{_e(url)}'>{_e(text)}</a>" if url else _e(text)
+
+
+def _protocol_section(run: Run, proto: str, several: bool, docs: str = "") -> str:
     cat = run.catalogue(proto)
     reqs = run.requirement_verdicts(proto)
     anchor = _anchor(proto, run.label)
@@ -228,12 +266,13 @@ def _protocol_section(run: Run, proto: str, several: bool) -> str:
         link = f"<a href='#{rid_anchor}'>{_e(rid)}</a>" if tests else _e(rid)
         rows.append(f"<tr id='{_requirement_row(anchor, rid)}' class='req' data-proto='{_e(proto)}' "
                     f"data-level='{_e(level)}' data-failed='{failed}'>"
-                    f"<td>{link}</td><td>{_e(level)}</td><td>{_e(req.get('section', ''))}</td>"
+                    f"<td>{link}{_doc_link(requirement_url(docs, proto, rid))}</td><td>{_e(level)}</td>"
+                    f"<td>{_e(req.get('section', ''))}</td>"
                     f"<td>{_e(req.get('summary', ''))}{_quote(req)}"
                     f"{'<br><i>untestable: ' + _e(note) + '</i>' if note else ''}</td>"
                     f"<td>{_badge(verdict)}</td><td class='num'>{len(tests)}</td></tr>")
         if tests:
-            details.append(_requirement_detail(proto, rid, req, verdict, tests, rid_anchor))
+            details.append(_requirement_detail(proto, rid, req, verdict, tests, rid_anchor, docs))
     loose = [t for t in run.tests_of(proto) if not t.get("requirements")]
     if not rows and loose:                     # a replay: no catalogue, one case per connection
         return (f"<section id='{anchor}' data-proto='{_e(proto)}'><h2>{title}</h2>"
@@ -319,7 +358,7 @@ def _loose_cases(proto: str, tests: list[dict], anchor: str) -> str:
             "<th>first difference</th></tr>" + "".join(rows) + "</table>" + "".join(details))
 
 
-def _requirement_detail(proto, rid, req, verdict, tests, anchor) -> str:
+def _requirement_detail(proto, rid, req, verdict, tests, anchor, docs: str = "") -> str:
     level = req.get("level", "")
     failed = int(verdict in FAILED)
     cases = []
@@ -342,7 +381,7 @@ def _requirement_detail(proto, rid, req, verdict, tests, anchor) -> str:
                      f"<div><b>expected:</b> {_e(expected)}</div><div><b>actual:</b> {_e(actual)}</div>"
                      + _wire(t) + "</div>")
     return (f"<div id='{anchor}' data-proto='{_e(proto)}' data-level='{_e(level)}' data-failed='{failed}'>"
-            f"<h4>{_e(rid)} [{_e(level)}] {_badge(verdict)}</h4>"
+            f"<h4>{_linked(rid, requirement_url(docs, proto, rid))} [{_e(level)}] {_badge(verdict)}</h4>"
             f"<p>{_e(req.get('section', ''))}: {_e(req.get('summary', ''))}</p>" + "".join(cases) + "</div>")
 
 
