@@ -58,8 +58,10 @@ def _run_suite(spec) -> Callable[[str, int, str | None], None]:
         # The state machines are left out: what their several connections see depends on how
         # the broker interleaves them (a queue's round robin), which a replay, comparing each
         # connection in the recorded order, cannot hold the target to. They run live in make test.
+        # The boundary tests too: megabytes of records at the limits (test_boundaries.py), where
+        # a refusal mid-send is a reset or a close frame as the timing falls; live in make test.
         cmd = [sys.executable, "-m", "wirecheck", "check", "--protocol", spec.id, "--target", target,
-               "--", "-k", "not stateful"]
+               "--", "-k", "not stateful and not boundaries"]
         result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
         tail = (result.stdout + result.stderr)[-3000:]
         if result.returncode != 0:
