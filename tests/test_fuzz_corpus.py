@@ -159,10 +159,12 @@ def test_replay(target, sample):
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_atheris_runs_clean(target, tmp_path):
     pytest.importorskip("atheris")
-    result = run_target(TARGETS[target], runs=2000, artifacts=tmp_path / "artifacts", capture=True)
+    # 1000 mutations: the target runs clean under libFuzzer (the seeds and crashers replay above;
+    # the nightly campaigns and `make fuzz-smoke` fuzz for real)
+    result = run_target(TARGETS[target], runs=1000, artifacts=tmp_path / "artifacts", capture=True)
     tail = "\n".join(result.stderr.splitlines()[-40:])
     assert result.returncode == 0, f"{target} exited {result.returncode}:\n{tail}"
-    # libFuzzer may finish a few executions past -runs (seen: "Done 2011 runs"): at least 2000.
+    # libFuzzer may finish a few executions past -runs (seen: "Done 2011 runs"): at least 1000.
     done = re.search(r"Done (\d+) runs", result.stderr)
-    assert done and int(done.group(1)) >= 2000, tail
+    assert done and int(done.group(1)) >= 1000, tail
     assert not any((tmp_path / "artifacts").iterdir()), "crash artifacts written"
