@@ -420,13 +420,16 @@ def test_replay_notes_redeliveries_that_never_come_or_were_not_recorded(tmp_path
     The first delivery of each message is still compared in order."""
     path = tmp_path / "timer.pcap"
     with _Recorded(path) as rec:
-        _polling_session(rec.proxy.port)
+        delivered = _polling_session(rec.proxy.port)
+    # two redeliveries on a quiet machine; fewer on a busy one, where the polls come later
+    assert len(delivered) >= 2, delivered
     with ThreadedServer(BLIP.make_broker("127.0.0.1", 0, retry_backoff=30.0)) as target:
         never = replay.replay_capture(BLIP, str(path), _options(target.address[1], ports=(rec.proxy.port,),
                                                                    timeout=0.3))
     assert never[0].verdict == "PASS", never[0].mismatches
-    assert sum("again (a timer's frame); the target did not within 0.3 s" in n for n in never[0].notes) == 2, \
-        never[0].notes
+    # each note names its wait: the replay timeout, or longer where the recording's gap was
+    assert sum("again (a timer's frame); the target did not within" in n
+               for n in never[0].notes) == len(delivered) - 1, never[0].notes
     quiet = tmp_path / "quiet.pcap"
     with _Recorded(quiet, BLIP.make_broker("127.0.0.1", 0, retry_backoff=30.0)) as rec:
         assert len(_polling_session(rec.proxy.port)) == 1
