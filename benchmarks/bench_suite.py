@@ -13,7 +13,7 @@ Per protocol and mode (``serial``, ``n2``):
 and ``suite.all.serial.wall`` / ``suite.all.n2.wall``: the suites' wall time together, goal
 < 120 s for the five. Every test must PASS against the reference broker (a run that does not is an
 error here, not a figure). Absence of a response is proven in the suites with a barrier
-request, never a sleep (README "Implementers: the CI gate"), so the pace is the suites' own.
+request, never a sleep (docs/start/server.md), so the pace is the suites' own.
 """
 from __future__ import annotations
 

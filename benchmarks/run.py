@@ -1,7 +1,7 @@
 """Run the benchmarks: ``python benchmarks/run.py --out reports/bench.json [--quick]``.
 
 Writes ``{"machine": {...}, "results": [{"name", "value", "unit", "peer", "ratio", "goal",
-"met"}, ...]}`` and prints the same figures as a Markdown table (for the README). ``peer`` is
+"met"}, ...]}`` and prints the same figures as a Markdown table (the docs' benchmark page is generated from the JSON). ``peer`` is
 what a result is compared with (the whole-buffer figure, the 1x time, the codec's frames/s),
 ``ratio`` the comparison, ``goal`` the target for that ratio, ``met`` whether it is reached.
 A full run takes about seven minutes on two cores (a third of it the atheris targets, five

@@ -43,7 +43,7 @@ def test_every_protocol_has_a_corpus():
 
 
 # The suite captures take long to replay (SignalR's waits for its timers): rechunked, only the
-# shorter ones (the suite captures were checked rechunked by hand; README "Replay").
+# shorter ones (the suite captures were checked rechunked by hand; docs/start/captures.md, "Replay").
 RECHUNKED = [p for p in ENTRIES if p.values[1]["file"] != "suite.pcap.gz"]
 
 

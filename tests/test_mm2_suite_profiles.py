@@ -1,6 +1,6 @@
 """The Micromessage2 suite under the ``sharpmessaging`` profile, against a target that, like the
 real SharpMessaging server, stops reading at the first COMMAND frame (its reader has no COMMAND
-handling: README, "What the real implementation's source shows"). The suite must still give a
+handling: docs/protocols/micromessage2.md, "What the real implementation's source shows"). The suite must still give a
 verdict on everything that target can show: its barrier there is the ack of a SEND, never a
 command; the COMMAND tests time out, and nothing else does."""
 import json

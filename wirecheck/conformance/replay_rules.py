@@ -170,8 +170,8 @@ def unique_suffix(options, start: float) -> str:
 class BlipRules(Rules):
     def timer_key(self, frame: dict):
         # blipmq-protocol.md "POLL": a QoS1 delivery's correlation_id is its delivery tag; an
-        # unacked one is delivered again with the same tag after a timeout (README "How the kit
-        # reads the BlipMQ document"), answering whichever POLL comes after it.
+        # unacked one is delivered again with the same tag after a timeout (docs/protocols/blipmq.md,
+        # "How the kit reads the document"), answering whichever POLL comes after it.
         if frame.get("type") == "PUBLISH" and frame.get("qos") == 1:
             return frame.get("topic"), frame.get("correlation_id")
         return None

@@ -13,7 +13,7 @@ The suite calls the methods of the wirecheck test hub (reference_impl/signalr/hu
 Add, Counter, Sum, ...): an RPC protocol can only be tested through methods both sides know,
 so a target under test exposes that hub on the path or port given to ``--target``.
 
-Errata the kit resolves (README, "SignalR readings"):
+Errata the kit resolves (docs/protocols/signalr.md, "How the kit reads the document"):
 - Completion ResultKind: the descriptions of 2 and 3 are swapped; 2 = void, 3 = non-void.
 - VarInt example: ``0x80 0x25`` reads ``0x80 0x29`` (= 5248).
 - "It is a protocol error for a Caller to send a StreamItem, Completion or StreamCompletion

@@ -1,8 +1,8 @@
 """A hypothesis state machine over Micromessage2's ack window, run against a broker through a driver.
 
 The model is what micromessage2.md ("Reliable messaging", "batch-ack", "MESSAGE" sequence
-number, the glossary's TOPIC and QUEUE) and the kit's readings of its errata (README, "How the
-kit reads the Micromessage2 document") make of a broker:
+number, the glossary's TOPIC and QUEUE) and the kit's readings of its errata (docs/protocols/micromessage2.md,
+"How the kit reads the document") make of a broker:
 
 - **The window comes from the handshake.** ``batch-ack`` with a count spelled ``max-count=N``,
   ``count=N``, ``batch-max=N`` or ``max-count:N`` (erratum 3), default 10; ``ack`` is a window

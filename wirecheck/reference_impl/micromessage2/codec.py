@@ -1,5 +1,5 @@
 """The Micromessage2 codec (micromessage2.md, "Handshake" and "Frames"; errata read as the
-README's "How the kit reads the Micromessage2 document" says).
+docs/protocols/micromessage2.md, "How the kit reads the document", says).
 
 A connection starts with handshakes (no flags byte): the client sends two (its offer, then the
 final one), the server one. ``[u8 major][u8 minor][u8 flags][u8 identity length][identity]

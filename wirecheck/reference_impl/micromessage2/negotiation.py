@@ -2,7 +2,7 @@
 offer, the check of the client's final handshake, and what the final handshake agrees (the
 extension ids and the ack window).
 
-Readings (README, "How the kit reads the Micromessage2 document"):
+Readings (docs/protocols/micromessage2.md, "How the kit reads the document"):
 
 - Versions: a major other than 1 is refused (ERROR, then disconnect); the minor used is the
   lower of the two ("If versions differ the lowest version should be used"). The document
