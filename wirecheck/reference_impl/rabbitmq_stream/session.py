@@ -27,10 +27,9 @@ from . import codec, sasl
 from .batch import WriteBatch
 from .chunk import ChunkType
 from .codec import RawFrame
-from .constants import (DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT, DOCUMENT_KEYS, RESPONSE_BIT, Code,
-                        Key, OffsetType)
+from .constants import DEFAULT_FRAME_MAX, DEFAULT_HEARTBEAT, DOCUMENT_KEYS, RESPONSE_BIT, Code, Key
 from .store import StoreError
-from .state import BrokerState, SuperStream
+from .state import BrokerState, SuperStream, start_chunk
 
 log = logging.getLogger("wirecheck.rabbitmq_stream")
 
@@ -545,7 +544,7 @@ class StreamSession:
         log_ = self.state.stream(f.stream)
         if log_ is None:
             return self._send(codec.SubscribeResponse(f.correlation_id, Code.STREAM_DOES_NOT_EXIST))
-        position = _start(log_, f.offset_type, f.offset)
+        position = start_chunk(log_, f.offset_type, f.offset)
         group = None
         properties = f.properties or {}
         if properties.get("single-active-consumer") == "true" and Key.CONSUMER_UPDATE in self.keys:
@@ -579,7 +578,7 @@ class StreamSession:
         if sub is None:
             return                       # an answer to nothing still waiting: ignored
         log_ = self.state.stream(sub.stream)
-        position = _start(log_, f.offset_type, f.offset) if log_ is not None else None
+        position = start_chunk(log_, f.offset_type, f.offset) if log_ is not None else None
         if position is None:
             return self._fatal(Code.UNKNOWN_FRAME, "unknown frame")
         sub.position, sub.active, sub.update = position, True, None
@@ -684,22 +683,6 @@ class StreamSession:
             if sub.stream == name:
                 self._deliver(sub)
         self._wake()
-
-
-def _start(log_, offset_type: int, offset: Optional[int]) -> Optional[int]:
-    """The chunk index an offset specification starts at ("Subscribe"); None if unknown."""
-    if offset_type == OffsetType.FIRST:
-        return log_.first_chunk_index()
-    if offset_type == OffsetType.LAST:
-        last = log_.last_user_chunk_index()
-        return log_.end_chunk_index() if last is None else last
-    if offset_type == OffsetType.NEXT:
-        return log_.end_chunk_index()
-    if offset_type == OffsetType.OFFSET:
-        return log_.chunk_index(max(offset or 0, log_.first_offset))
-    if offset_type == OffsetType.TIMESTAMP:
-        return log_.chunk_index_for_timestamp(offset or 0)
-    return None
 
 
 def _negotiate(server: int, client: int) -> int:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Optional
 
 from . import codec
-from .constants import Code
+from .constants import Code, OffsetType
 from .store import StreamStore
 
 DEFAULT_USERS = {"guest": "guest"}          # RabbitMQ's default user (loopback only there too)
@@ -95,3 +96,19 @@ class BrokerState:
 
     def authenticate(self, user: str, password: str) -> bool:
         return user in self.users and self.users[user] == password
+
+
+def start_chunk(log_, offset_type: int, offset: Optional[int]) -> Optional[int]:
+    """The chunk index an offset specification starts at ("Subscribe"); None if unknown."""
+    if offset_type == OffsetType.FIRST:
+        return log_.first_chunk_index()
+    if offset_type == OffsetType.LAST:
+        last = log_.last_user_chunk_index()
+        return log_.end_chunk_index() if last is None else last
+    if offset_type == OffsetType.NEXT:
+        return log_.end_chunk_index()
+    if offset_type == OffsetType.OFFSET:
+        return log_.chunk_index(max(offset or 0, log_.first_offset))
+    if offset_type == OffsetType.TIMESTAMP:
+        return log_.chunk_index_for_timestamp(offset or 0)
+    return None
