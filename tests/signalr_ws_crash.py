@@ -23,7 +23,8 @@ class AbortingSession(HubSession):
 
 def main() -> None:
     broker.HubSession = AbortingSession          # the class the broker makes its sessions from
-    server = ThreadedServer(broker.make_broker(port=int(sys.argv[1]))).start()
+    # raw_port=0: only the HTTP port is the test's (port + 1 may be taken)
+    server = ThreadedServer(broker.make_broker(port=int(sys.argv[1]), raw_port=0)).start()
     print(f"serving on {server.address}", flush=True)
     threading.Event().wait()
 

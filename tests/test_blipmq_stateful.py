@@ -37,6 +37,7 @@ class TickingDriver(SessionDriver):
     def __init__(self, retry_backoff) -> None:
         super().__init__()
         self.retry_backoff = retry_backoff
+        self.max_retries = self.session.state.max_retries if retry_backoff is not None else None
 
     def exchange(self, frames: list[bytes]) -> list:
         out = []

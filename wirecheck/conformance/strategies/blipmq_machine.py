@@ -119,6 +119,7 @@ class SessionDriver:
         self.api_key = api_key
         #: time stands still: no redelivery timer can fire (WireDriver.retry_backoff)
         self.retry_backoff = None
+        self.max_retries = None
         self.barrier_answer = None
         self.clock = lambda: self.now
         self._barriers = itertools.count(BARRIER_BASE)
@@ -163,11 +164,13 @@ class WireDriver:
     ``connect()`` opens another such connection, for probes."""
 
     def __init__(self, conn, *, api_key: str, topic_prefix: str, max_answers: int = 16,
-                 connect=None, retry_backoff: float | None = None) -> None:
+                 connect=None, retry_backoff: float | None = None, max_retries: int | None = None) -> None:
         self.conn = conn
         #: the target's first QoS1 redelivery delay (its profile's [timing]); once a POLL is
         #: older than that, a redelivery of what it delivered is legal (None: not known)
         self.retry_backoff = retry_backoff
+        #: deliveries after which the target drops an unacked message (its profile's [timing])
+        self.max_retries = max_retries
         self.clock = time.monotonic
         self.connect = connect
         self.api_key = api_key
@@ -241,6 +244,7 @@ class ModelSub:
     queue: deque = field(default_factory=deque)
     inflight: dict = field(default_factory=dict)      # tag -> Queued
     next_tag: int = 1
+    deliveries: Counter = field(default_factory=Counter)   # tag -> times the target sent it
 
 
 class BlipMachine(RuleBasedStateMachine):
@@ -422,6 +426,9 @@ class BlipMachine(RuleBasedStateMachine):
         sub = self.subs[sub_id]
         self._poll_started = self.driver.clock()
         answers = self._exchange(*[Poll(cid + i, sub_id) for i in range(count)])
+        for got in answers:
+            if isinstance(got, Publish) and got.qos == 1:
+                sub.deliveries[got.correlation_id] += 1
         if self._late(self._poll_started):
             answers = _without_redeliveries(answers)
         items = [sub.queue.popleft() for _ in range(min(count, len(sub.queue)))]
@@ -469,7 +476,11 @@ class BlipMachine(RuleBasedStateMachine):
         answers = self._exchange(Ack(tag, sub_id))
         taken_back = [Nack(tag, 404, UNKNOWN_TAG)]
         if since is not None and answers == taken_back and self._late(since):
-            sub.queue.append(sub.inflight.pop(tag))      # redelivered later, same tag
+            item = sub.inflight.pop(tag)
+            limit = self.driver.max_retries
+            if limit is None or sub.deliveries[tag] < limit:
+                sub.queue.append(item)       # redelivered later, same tag
+            # else: delivered max_retries times, so the timer dropped it (BLIP-QOS1-002)
             return pair
         assert answers == [], f"ACK of in-flight tag {tag}: expected [], got {answers}"
         del sub.inflight[tag]

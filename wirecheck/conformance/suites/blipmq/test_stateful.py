@@ -43,7 +43,7 @@ def _run(blip, machine_class) -> None:
         conn = blip.connect(hello=False, auth=False, name="state machine")
         return machine_class(WireDriver(conn, api_key=blip.api_key, topic_prefix=blip.topic("sm"),
                                         connect=lambda: blip.connect(hello=False, auth=False, name="probe"),
-                                        retry_backoff=blip.retry_backoff))
+                                        retry_backoff=blip.retry_backoff, max_retries=blip.max_retries))
     run_machine(fresh_machine, WIRE, blip.target.budget)
 
 
