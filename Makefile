@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: captures install real-peers signalr-clients browser tshark java spark allure-cli report-allure run demo test bench soak fuzz fuzz-smoke lint docs screenshots clean
+.PHONY: captures install real-peers signalr-clients browser tshark java spark allure-cli report-allure run demo test bench soak fuzz fuzz-smoke docs screenshots clean
 
 install: $(STAMP)
 

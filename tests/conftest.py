@@ -13,3 +13,24 @@ def spark():
                                                         "spark.default.parallelism": "2"})
     yield s
     s.stop()
+
+
+
+#: The modules that take longest (`make test PYTEST_ARGS=--durations=60` says which), longest
+#: first. They run first: with xdist's load scheduling they then spread over the workers from the
+#: start, instead of the last of them running alone at the end while the other workers sit idle.
+RUN_FIRST = (
+    "test_transport_invariance", "test_benchmarks_smoke", "test_bench_pipeline", "test_pipeline",
+    "test_captures_corpus", "test_installed_wheel", "test_rmqs_suite_real", "test_hardening_targets",
+    "test_suite_verdicts", "test_crash_recovery", "test_crashwatch", "test_fuzz_live",
+    "test_report_fuzz", "test_reports", "test_pipeline_fuzz", "test_cli", "test_rmqs_cli",
+    "test_rmqs_rich_capture", "test_mm2_suite_profiles", "test_signalr_suite", "test_target_health",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """:data:`RUN_FIRST`'s modules first, in its order; each module's tests keep their order (its
+    module fixtures are set up once), and so do the other modules."""
+    rank = {f"tests/{name}.py": i for i, name in enumerate(RUN_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))
+

@@ -196,7 +196,7 @@ def cli_page() -> str:
              "Exit status, for every subcommand that judges something: 0 conformant (or nothing "
              "found), 1 not conformant (a MUST broken, a mismatch, a finding), 2 the kit could not "
              "judge (a usage error, a harness error, a missing extra). `python -m wirecheck` is the "
-             "same command.", "",
+             "same command. Under `pytest --protocol P` a usage error is pytest's own exit 4.", "",
              "| subcommand | what it does |", "|---|---|"]
     lines += [f"| [`wirecheck {n}`](#wirecheck-{n}) | {md(h)} |" for n, h, _ in subs]
     lines += ["| [`pytest --protocol P`](#pytest-options) | the black-box suite, from any directory |", ""]

@@ -1,4 +1,4 @@
-"""``wirecheck`` command line (DESIGN.md "Command line"; keep these stable).
+"""``wirecheck`` command line: conformance checks, reference brokers, fuzzing, captures and reports.
 
     wirecheck protocols [--json]
     wirecheck serve   --protocol P [--host H] [--port N] [--data-dir DIR] [--api-key K ...] [--raw-port N]

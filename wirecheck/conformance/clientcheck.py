@@ -285,9 +285,12 @@ class ClientChecker:
         verdict_of = {rid: requirement_verdict(ts, {}) for rid, ts in by_id.items()}
         failing = sorted(r for r, v in verdict_of.items() if v in (verdicts.FAIL, verdicts.NON_STRICT,
                                                                    verdicts.HARNESS_ERROR))
-        must_broken = any(t["verdict"] in (verdicts.FAIL, verdicts.HARNESS_ERROR) for t in tests)
+        # as the suites: 2 when the kit could not judge (its own broker broke a rule), else 1
+        # when the client broke a MUST
+        harness = any(t["verdict"] == verdicts.HARNESS_ERROR for t in tests)
+        must_broken = any(t["verdict"] == verdicts.FAIL for t in tests)
         return {"kind": "client-check", "started": self.started, "finished": self.finished or time.time(),
-                "exitstatus": 1 if must_broken else 0,
+                "exitstatus": 2 if harness else 1 if must_broken else 0,
                 "target": [self.host, self.relays[0].port if self.relays else 0],
                 "label": label or f"clients of the {self.spec.id} reference broker ({self.scenario})",
                 "profile": self.profile, "strict": False, "scenario": self.scenario,
@@ -366,7 +369,7 @@ def transcript(name: str, conn: Connection | None, frames: list[dict], violation
 def serve(spec, broker, args, port: int) -> int:
     """``wirecheck serve --check-clients``: serve until SIGINT/SIGTERM or ``--duration``, then
     judge the clients that connected, print a summary, write ``--report``; exit 1 when a client
-    broke a MUST (or the reference broker broke a rule), 0 otherwise, 2 when it cannot run."""
+    broke a MUST, 0 otherwise, 2 when it cannot run or the reference broker broke a rule."""
     import sys
 
     from wirecheck.conformance.cli_support import until_stopped

@@ -105,7 +105,8 @@ def pytest_addoption(parser) -> None:
         group.addoption("--wirecheck-timeout", dest="wirecheck_timeout", type=_positive_float,
                         default=DEFAULT_TIMEOUT, metavar="S", help=timeout_help)
     group.addoption("--wirecheck-report", dest="wirecheck_report", default=None, metavar="FILE",
-                    help="write a JSON result file (verdict, requirements, transcript per test)")
+                    help="FILE.json: a result file (verdict, requirements, transcript per test); FILE.html: the "
+                         "HTML report, with FILE.json beside it")
     group.addoption("--wirecheck-label", dest="wirecheck_label", default=None, metavar="NAME",
                     help="the implementation's name in reports (default: the target and profile)")
     group.addoption("--wirecheck-run-budget", dest="wirecheck_run_budget", type=_positive_float,

@@ -9,7 +9,7 @@
     [limits]
     max_frame_size = 1048576
     [features]            # optional features the target has (true) or lacks (false)
-    wal = false
+    durable = false
     [timing]              # behaviour the suite waits for
     retry_backoff = 0.1
     max_retries = 3

@@ -12,8 +12,8 @@ campaign summary, ``"capture-analysis"`` an analysis summary; anything else is r
 :class:`ReportError` saying what it is not.
 
 A requirement's verdict in a run: the worst verdict among the tests naming it that broke it
-(HARNESS-ERROR, FAIL, TIMEOUT, NON-STRICT, WAIVED, worst first), else PASS when a test passed,
-else UNIMPLEMENTED or SKIPPED; a requirement no test ran is UNTESTABLE (the catalogue gives the
+(HARNESS-ERROR, CRASH, FAIL, TIMEOUT, NON-STRICT, WAIVED, worst first), else PASS when a test
+passed, else INFORMATIONAL, UNIMPLEMENTED or SKIPPED; a requirement no test ran is UNTESTABLE (the catalogue gives the
 reason) or NOT-RUN.
 """
 from __future__ import annotations

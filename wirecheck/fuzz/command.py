@@ -48,7 +48,7 @@ def add_arguments(s: argparse.ArgumentParser, protocol_type) -> None:
                            "by a free port) and restarts after a crash (--target-command: the same, "
                            "named as in check and replay)")
     mode.add_argument("--all", action="store_true", help="a campaign: every target in the time budget")
-    s.add_argument("--name", action="append", help="only this in-process target (repeatable; see fuzz/targets.py)")
+    s.add_argument("--name", action="append", help="only this in-process target (repeatable; see wirecheck/fuzz/targets.py)")
     s.add_argument("--time", type=duration, default=None,
                    help="time budget (default 60 s; a campaign 10m)")
     s.add_argument("--json", action="store_true",
@@ -131,7 +131,7 @@ def _inprocess(args, spec, seconds: float) -> int:
         targets = of_protocol(spec.id, (kind,))
     if not targets:
         print(f"wirecheck fuzz: no {kind} target{' named so' if args.name else ''}"
-              f"{' for ' + spec.id if spec is not None else ''} (fuzz/targets.py lists them)", file=sys.stderr)
+              f"{' for ' + spec.id if spec is not None else ''} (wirecheck/fuzz/targets.py lists them)", file=sys.stderr)
         return EXIT_HARNESS
     from wirecheck.fuzz.inprocess import run
     share = seconds / len(targets)
