@@ -15,7 +15,7 @@ import re
 from collections import defaultdict
 
 #: Verdicts whose tests are grouped (a failure of the target's, at any level).
-GROUPED = ("FAIL", "NON-STRICT", "TIMEOUT", "CRASH")
+GROUPED = ("FAIL", "NON-STRICT", "TIMEOUT", "HANG", "CRASH")
 #: A group is reported from this many tests on.
 MIN_TESTS = 2
 #: Characters of a cause kept.

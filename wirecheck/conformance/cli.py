@@ -548,6 +548,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="record every connection into this pcap (synthetic TCP framing; no root needed)")
     s.set_defaults(func=cmd_serve)
 
+    from wirecheck.conformance import client_command
+    s = sub.add_parser("check-client", help="run a client library's driver under every scenario against the "
+                                            "reference broker; judge its wire, its outcome and its messages")
+    client_command.add_arguments(s, protocol_arg)
+    s.set_defaults(func=client_command.main)
+
     s = sub.add_parser("record", help="a relay in front of any server that records its connections as a pcap")
     s.add_argument("--listen", required=True, help="HOST:PORT the clients connect to")
     s.add_argument("--upstream", required=True, help="HOST:PORT of the server")

@@ -14,8 +14,16 @@ cut, joined, delayed or ended differently. These work for every protocol, over a
 - ``coalesce``: writes held for a short window and sent as one (several frames, and frame
   ends, in one read);
 - ``delay``: each write sent late (a slow server; a client's timeouts must not fire early);
-- ``close``: the server ends the connection (FIN) a while after its first answer, as a server
-  may at any time (shutdown, idle timeout); the client must notice, not hang.
+- ``close``: the server ends the connection (FIN) a while after its first answer, or right
+  after its Nth write (option ``writes``), as a server may at any time (shutdown, idle
+  timeout); the client must notice, not hang.
+
+Each scenario says whether it acted on a connection (``acted``): one that never did tried
+nothing, and ``wirecheck check-client`` reports it NOT-RUN rather than a pass. And each says
+what a client's workload should come to under it (``client_outcome``, conformance/client_suite.py):
+``success`` where the scenario changes nothing the client may notice (``none``, ``split``,
+``coalesce``, ``delay``), ``either`` where the client may surface the error or recover
+(``close``), ``error`` where a request fails and the client must say so.
 """
 from __future__ import annotations
 
@@ -35,12 +43,20 @@ class Passthrough:
     """``none``: the server's bytes as they come."""
 
     name = "none"
+    client_outcome = "success"
 
     def __init__(self, relay, options: dict) -> None:
         self.relay = relay
         self.options = options
+        #: the server's bytes have come through this scenario
+        self.moved = False
+
+    @property
+    def acted(self) -> bool:
+        return self.moved
 
     def data(self, data: bytes) -> None:
+        self.moved = True
         self.relay.deliver("s2c", data)
 
     def eof(self) -> None:
@@ -58,6 +74,7 @@ class _Queued(Passthrough):
         self.task: asyncio.Task | None = None
 
     def data(self, data: bytes) -> None:
+        self.moved = True
         self.items.append((time.monotonic(), data))
         self.held += len(data)
         if self.held > HOLD_LIMIT and not self.paused:
@@ -170,26 +187,42 @@ class Delay(_Queued):
 
 
 class Close(Passthrough):
-    """``close``: ``after`` seconds (default 1.0) after the server's first bytes, the connection
-    is ended from the server's side: a FIN to the client (capture.py: ``server_close``). The
-    broker's own connection stays open until the client closes its side (the relay then closes
-    both); whatever the broker writes after the FIN is dropped, as a closed server sends
-    nothing more."""
+    """``close``: ``after`` seconds (default 1.0) after the server's first bytes, or right after
+    the server's ``writes``-th write when that option is given (a point in the conversation,
+    whatever the timing), the connection is ended from the server's side: a FIN to the client
+    (capture.py: ``server_close``). The broker's own connection stays open until the client
+    closes its side (the relay then closes both); whatever the broker writes after the FIN is
+    dropped, as a closed server sends nothing more."""
 
     name = "close"
+    client_outcome = "either"
 
     def __init__(self, relay, options: dict) -> None:
         super().__init__(relay, options)
         self.timer: asyncio.TimerHandle | None = None
         self.ended = False
+        #: the scenario itself ended the connection
+        self.closed = False
+        self.writes = int(options.get("writes", 0))
+        if self.writes < 0:
+            raise ValueError("writes must be at least 1")
+        self.after = float(options.get("after", 1.0))
+        self.seen = 0
+
+    @property
+    def acted(self) -> bool:
+        return self.closed
 
     def data(self, data: bytes) -> None:
         if self.ended:
             return                         # after its FIN the server sends nothing more
         super().data(data)
-        if self.timer is None:
-            self.timer = asyncio.get_running_loop().call_later(
-                float(self.options.get("after", 1.0)), self._close)
+        self.seen += 1
+        if self.writes:
+            if self.seen >= self.writes:
+                self._close()
+        elif self.timer is None:
+            self.timer = asyncio.get_running_loop().call_later(self.after, self._close)
 
     def eof(self) -> None:
         if not self.ended:
@@ -199,6 +232,7 @@ class Close(Passthrough):
     def _close(self) -> None:
         if not self.relay.finished and not self.ended:
             self.ended = True
+            self.closed = True
             self.relay.server_close()
 
 

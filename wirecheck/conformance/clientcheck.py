@@ -227,8 +227,7 @@ class ClientChecker:
 
     def result_document(self, label: str | None = None) -> dict:
         """The run as a result file (the format ``wirecheck report`` reads)."""
-        from wirecheck.conformance.requirements import catalogue, catalogue_data
-        from wirecheck.conformance.results import requirement_verdict
+        from wirecheck.conformance.requirements import catalogue
         tables = self.analyze()
         cat = catalogue(self.spec.requirements)
         mark_reconnects(self.connections.values())
@@ -276,33 +275,15 @@ class ClientChecker:
                                 "frames_c2s": flow["frames_c2s"], "frames_s2c": flow["frames_s2c"],
                                 "violations": len(violations[name]), "error": flow["error"],
                                 "scenario_actions": actions})
-        counts: dict[str, int] = defaultdict(int)
-        by_id = defaultdict(list)
-        for t in tests:
-            counts[t["verdict"]] += 1
-            for rid in t["requirements"]:
-                by_id[rid].append(t)
-        verdict_of = {rid: requirement_verdict(ts, {}) for rid, ts in by_id.items()}
-        failing = sorted(r for r, v in verdict_of.items() if v in (verdicts.FAIL, verdicts.NON_STRICT,
-                                                                   verdicts.HARNESS_ERROR))
-        # as the suites: 2 when the kit could not judge (its own broker broke a rule), else 1
-        # when the client broke a MUST
-        harness = any(t["verdict"] == verdicts.HARNESS_ERROR for t in tests)
-        must_broken = any(t["verdict"] == verdicts.FAIL for t in tests)
-        return {"kind": "client-check", "started": self.started, "finished": self.finished or time.time(),
-                "exitstatus": 2 if harness else 1 if must_broken else 0,
-                "target": [self.host, self.relays[0].port if self.relays else 0],
-                "label": label or f"clients of the {self.spec.id} reference broker ({self.scenario})",
-                "profile": self.profile, "strict": False, "scenario": self.scenario,
-                "connections": connections,
-                "outcomes": {o: sum(c["outcome"] == o for c in connections) for o in OUTCOMES
-                             if any(c["outcome"] == o for c in connections)},
-                "summary": {self.spec.id: {"counts": dict(counts), "waivers": {}, "stale_waivers": [],
-                                           "catalogue": catalogue_data(cat),
-                                           "coverage": verdicts.coverage(cat, set(verdict_of)),
-                                           "failing_requirements": failing,
-                                           "unimplemented_requirements": [], "waived_requirements": []}},
-                "tests": tests}
+        doc = {"kind": "client-check", "started": self.started, "finished": self.finished or time.time(),
+               "target": [self.host, self.relays[0].port if self.relays else 0],
+               "label": label or f"clients of the {self.spec.id} reference broker ({self.scenario})",
+               "profile": self.profile, "strict": False, "scenario": self.scenario,
+               "connections": connections,
+               "outcomes": {o: sum(c["outcome"] == o for c in connections) for o in OUTCOMES
+                            if any(c["outcome"] == o for c in connections)},
+               "tests": tests}
+        return summarise(doc, self.spec)
 
     def cleanup(self) -> None:
         """Remove the recording when it was a temporary file."""
@@ -311,6 +292,32 @@ class ClientChecker:
                 os.unlink(self.capture_path)
             except OSError:
                 pass
+
+
+def summarise(doc: dict, spec) -> dict:
+    """``doc`` (a client-check result) with its ``summary`` and ``exitstatus`` made from its
+    tests: 2 when the kit could not judge (its own broker broke a rule), else 1 when the client
+    broke a MUST (or crashed, or hung), else 0, as the suites."""
+    from wirecheck.conformance.requirements import catalogue, catalogue_data
+    from wirecheck.conformance.results import NOT_CONFORMANT, requirement_verdict
+    cat = catalogue(spec.requirements)
+    counts: dict[str, int] = defaultdict(int)
+    by_id = defaultdict(list)
+    for t in doc["tests"]:
+        counts[t["verdict"]] += 1
+        for rid in t["requirements"]:
+            by_id[rid].append(t)
+    verdict_of = {rid: requirement_verdict(ts, {}) for rid, ts in by_id.items()}
+    failing = sorted(r for r, v in verdict_of.items() if v in (verdicts.FAIL, verdicts.NON_STRICT, verdicts.CRASH,
+                                                               verdicts.HANG, verdicts.HARNESS_ERROR))
+    harness = counts.get(verdicts.HARNESS_ERROR, 0) > 0
+    broken = any(counts.get(v) for v in NOT_CONFORMANT)
+    doc["exitstatus"] = 2 if harness else 1 if broken else 0
+    doc["summary"] = {spec.id: {"counts": dict(counts), "waivers": {}, "stale_waivers": [],
+                                "catalogue": catalogue_data(cat), "coverage": verdicts.coverage(cat, set(verdict_of)),
+                                "failing_requirements": failing, "unimplemented_requirements": [],
+                                "waived_requirements": []}}
+    return doc
 
 
 def exercised_requirements(observer, c2s_types: set[str]) -> set[str]:

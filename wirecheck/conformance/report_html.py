@@ -36,9 +36,10 @@ from wirecheck.conformance.report_text import visible as _t
 from wirecheck.conformance.results import UNTESTABLE, Analysis, Campaign, Run
 
 #: Verdicts shown as "failed" by the failed-only filter.
-FAILED = {verdicts.FAIL, verdicts.CRASH, verdicts.TIMEOUT, verdicts.HARNESS_ERROR, verdicts.NON_STRICT}
-_ORDER = [verdicts.PASS, verdicts.FAIL, verdicts.CRASH, verdicts.TIMEOUT, verdicts.NON_STRICT, verdicts.WAIVED,
-          verdicts.UNIMPLEMENTED, verdicts.INFORMATIONAL, verdicts.SKIPPED, verdicts.HARNESS_ERROR]
+FAILED = {verdicts.FAIL, verdicts.CRASH, verdicts.TIMEOUT, verdicts.HANG, verdicts.HARNESS_ERROR, verdicts.NON_STRICT}
+_ORDER = [verdicts.PASS, verdicts.FAIL, verdicts.CRASH, verdicts.TIMEOUT, verdicts.HANG, verdicts.NON_STRICT,
+          verdicts.WAIVED, verdicts.UNIMPLEMENTED, verdicts.INFORMATIONAL, verdicts.SKIPPED, verdicts.NOT_RUN,
+          verdicts.HARNESS_ERROR]
 _HEX_SHOWN = 512          # bytes of each wire entry shown in the page (the JSON keeps 4 KiB)
 #: Where the documentation site is, for the requirement links (``--docs-url`` sets it).
 DOCS_URL_ENV = "WIRECHECK_DOCS_URL"
@@ -78,12 +79,12 @@ td,th{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
 tr.req td:first-child{white-space:nowrap}
 th{background:#f0f0f0}.num{text-align:right}
 .v{display:inline-block;padding:0 6px;border-radius:3px;font-weight:600;font-size:12px;color:#fff;white-space:nowrap}
-.v-PASS{background:#1a7f37}.v-FAIL{background:#cf222e}.v-CRASH{background:#82071e}.v-TIMEOUT{background:#8250df}
+.v-PASS{background:#1a7f37}.v-FAIL{background:#cf222e}.v-CRASH{background:#82071e}.v-TIMEOUT{background:#8250df}.v-HANG{background:#8250df}
 .v-NON-STRICT{background:#bf8700}.v-WAIVED{background:#57606a}.v-UNIMPLEMENTED{background:#8c959f}
 .v-SKIPPED{background:#afb8c1}.v-INFORMATIONAL{background:#0969da}.v-HARNESS-ERROR{background:#000}.v-UNTESTABLE{background:#d0d7de;color:#1b1f24}
 .v-NOT-RUN{background:#eaeef2;color:#57606a}.v-yes{background:#1a7f37}.v-no{background:#cf222e}
 .case{background:#fff;border:1px solid #ddd;border-left:4px solid #cf222e;margin:8px 0;padding:6px 10px}
-.case.v-case-NON-STRICT{border-left-color:#bf8700}.case.v-case-TIMEOUT{border-left-color:#8250df}
+.case.v-case-NON-STRICT{border-left-color:#bf8700}.case.v-case-TIMEOUT{border-left-color:#8250df}.case.v-case-HANG{border-left-color:#8250df}
 .case.v-case-WAIVED{border-left-color:#57606a}
 .wire{font:12px/1.35 ui-monospace,monospace;width:100%}.wire td{border:none;border-bottom:1px solid #eee}
 .d-send{color:#0550ae}.d-recv{color:#116329}.d-event{color:#6e7781}.hex{color:#57606a;word-break:break-all}

@@ -12,7 +12,7 @@ campaign summary, ``"capture-analysis"`` an analysis summary; anything else is r
 :class:`ReportError` saying what it is not.
 
 A requirement's verdict in a run: the worst verdict among the tests naming it that broke it
-(HARNESS-ERROR, CRASH, FAIL, TIMEOUT, NON-STRICT, WAIVED, worst first), else PASS when a test
+(HARNESS-ERROR, CRASH, FAIL, TIMEOUT, HANG, NON-STRICT, WAIVED, worst first), else PASS when a test
 passed, else INFORMATIONAL, UNIMPLEMENTED or SKIPPED; a requirement no test ran is UNTESTABLE (the catalogue gives the
 reason) or NOT-RUN.
 """
@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 
 from wirecheck.conformance import verdicts
 
-UNTESTABLE, NOT_RUN = "UNTESTABLE", "NOT-RUN"
+UNTESTABLE, NOT_RUN = "UNTESTABLE", verdicts.NOT_RUN
 #: Verdicts that say the target broke (or a waiver covers) the requirement, worst first.
-_BROKEN = (verdicts.HARNESS_ERROR, verdicts.CRASH, verdicts.FAIL, verdicts.TIMEOUT, verdicts.NON_STRICT,
-           verdicts.WAIVED)
+_BROKEN = (verdicts.HARNESS_ERROR, verdicts.CRASH, verdicts.FAIL, verdicts.TIMEOUT, verdicts.HANG,
+           verdicts.NON_STRICT, verdicts.WAIVED)
 #: Verdicts that make a run "not conformant" (NON-STRICT only under --strict).
-NOT_CONFORMANT = (verdicts.FAIL, verdicts.CRASH, verdicts.TIMEOUT, verdicts.HARNESS_ERROR)
+NOT_CONFORMANT = (verdicts.FAIL, verdicts.CRASH, verdicts.TIMEOUT, verdicts.HANG, verdicts.HARNESS_ERROR)
 #: The ``"kind"`` of a fuzz campaign summary (fuzz/campaign.py).
 CAMPAIGN = "fuzz-campaign"
 #: The ``"kind"`` of a capture analysis summary (pipeline/spark_job.py: ``OUT/summary.json``).

@@ -9,6 +9,11 @@ test calls :func:`unimplemented`, which skips it with that verdict); INFORMATION
 checks held and it records what the target chose where the document leaves a choice: it calls
 :func:`informational` with the observation); HARNESS-ERROR (the kit itself failed: fixture
 set-up, broker start); CRASH (the target went down during the test: conformance/crashwatch.py).
+
+Client checks (``wirecheck check-client``, conformance/client_suite.py) add HANG (the client's
+driver did not end its workload within the scenario's budget: a client's TIMEOUT) and NOT-RUN
+(the scenario never acted on any of the client's connections, so nothing was tried); a client's
+driver that dies of a signal or an uncaught error is a CRASH.
 """
 from __future__ import annotations
 
@@ -16,12 +21,13 @@ PASS, FAIL, TIMEOUT = "PASS", "FAIL", "TIMEOUT"
 NON_STRICT, WAIVED, HARNESS_ERROR = "NON-STRICT", "WAIVED", "HARNESS-ERROR"
 SKIPPED, UNIMPLEMENTED, INFORMATIONAL = "SKIPPED", "UNIMPLEMENTED", "INFORMATIONAL"
 CRASH = "CRASH"
+HANG, NOT_RUN = "HANG", "NOT-RUN"
 #: How a CRASH report's text begins (conformance/crashwatch.py).
 CRASH_PREFIX = "CRASH: "
 _UNIMPLEMENTED_PREFIX = "UNIMPLEMENTED: "
 _INFORMATIONAL_PREFIX = "INFORMATIONAL: "
-_RANK = {PASS: 0, INFORMATIONAL: 1, SKIPPED: 1, UNIMPLEMENTED: 1, WAIVED: 2, NON_STRICT: 3, TIMEOUT: 4,
-         FAIL: 5, CRASH: 6, HARNESS_ERROR: 7}
+_RANK = {PASS: 0, INFORMATIONAL: 1, SKIPPED: 1, UNIMPLEMENTED: 1, NOT_RUN: 1, WAIVED: 2, NON_STRICT: 3,
+         TIMEOUT: 4, HANG: 4, FAIL: 5, CRASH: 6, HARNESS_ERROR: 7}
 
 
 def rank(verdict: str) -> int:

@@ -256,4 +256,33 @@ REQUIREMENTS = (
       level_note="the kit reads the permission \"may send ... after HELLO+AUTH\" as its "
                  "converse, that a client sends them only then (the server answers anything "
                  "earlier with 401): a reading, graded SHOULD, not the permission's MAY"),
+    # What happens to a client library under the kit's scenarios (wirecheck check-client,
+    # conformance/client_suite.py): its driver's outcome, not its bytes.
+    R("BLIP-CLIENT-007", "Client outcomes", "SHOULD",
+      "a client completes its workload when the server's bytes come split, joined or late",
+      source="reading", untestable=_CLIENT + "; check-client judges it",
+      quote="All communication happens over a single, long-lived TCP connection per client. "
+            "Frames are length-prefixed and support pipelining.",
+      level_note="length-prefixed frames can be cut anywhere by TCP; that a client copes, and "
+                 "that its timeouts allow a slow link, is the kit's reading, graded SHOULD"),
+    R("BLIP-CLIENT-008", "Client outcomes", "SHOULD",
+      "a NACK refusing a client's request reaches the application as an error (no success, no hang)",
+      untestable=_CLIENT + "; check-client judges it",
+      quote="Watch for NACKs and adjust behavior accordingly."),
+    R("BLIP-CLIENT-009", "Client outcomes", "SHOULD",
+      "a connection the server ends is reported to the application, not hung on",
+      source="reading", untestable=_CLIENT + "; check-client judges it",
+      quote="If `length == 0`, `length < 9`, or `length > MAX_FRAME_SIZE`, frame decoding fails "
+            "and the connection is closed by the server.",
+      level_note="the document lets the server close the connection; that a client notices is "
+                 "the kit's reading"),
+    R("BLIP-CLIENT-010", "Client outcomes", "SHOULD",
+      "every delivery reaches the application, no more often than the server delivered it "
+      "(a QoS1 redelivery may reach it again)",
+      source="reading", untestable=_CLIENT + "; check-client judges it",
+      quote="`0` → QoS0 (AtMostOnce). - `1` → QoS1 (AtLeastOnce)."),
+    R("BLIP-CLIENT-011", "Client outcomes", "SHOULD",
+      "legal server behaviour never crashes a client (a signal, an uncaught error)",
+      source="reading", untestable=_CLIENT + "; check-client judges it",
+      quote="Type-specific binary payload (may be empty)."),
 )

@@ -126,6 +126,9 @@ class FrameShaper:
 
     name = ""
     summary = ""
+    #: what a client's workload should come to under the scenario (conformance/client_suite.py):
+    #: "success", "error" (a request fails and the client must say so) or "either"
+    client_outcome = "either"
 
     def __init__(self, relay, options: dict) -> None:
         self.relay = relay
@@ -137,6 +140,8 @@ class FrameShaper:
         self.ended = False
         #: what the scenario did on this connection, for tests and logs: (time, what)
         self.log: list[tuple[float, str]] = []
+        #: how many of those notes were the scenario acting (not a remark that it could not)
+        self.actions = 0
 
     def make_splitter(self, direction: str) -> Splitter:
         raise NotImplementedError
@@ -180,7 +185,7 @@ class FrameShaper:
             handle(frame)
         except Exception as exc:                     # noqa: BLE001 - see the docstring
             log.exception("scenario %s failed on a frame; passed on unchanged", self.name)
-            self.note(f"scenario error: {type(exc).__name__}: {exc}")
+            self.note(f"scenario error: {type(exc).__name__}: {exc}", acted=False)
             fallback(frame)
 
     # -- what subclasses use -------------------------------------------------------------------
@@ -206,8 +211,18 @@ class FrameShaper:
         """Recorded as the client's, not passed to the broker."""
         self.relay.deliver("c2s", frame, onward=False)
 
-    def note(self, what: str) -> None:
+    def note(self, what: str, acted: bool = True) -> None:
+        """Log what the scenario did; ``acted=False`` for a remark (it could not act, or what
+        the client did in return), which does not count as the scenario having acted."""
         self.log.append((time.monotonic(), what))
+        if acted:
+            self.actions += 1
+
+    @property
+    def acted(self) -> bool:
+        """Whether the scenario did its thing on this connection (a scenario that never did
+        tried nothing: ``check-client`` reports it NOT-RUN)."""
+        return self.actions > 0
 
     def every(self, interval: float, action, first: float | None = None) -> None:
         """``action()`` every ``interval`` seconds (first after ``first``) while the

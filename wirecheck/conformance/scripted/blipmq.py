@@ -198,7 +198,7 @@ class _AnsweringShaper(FrameShaper):
     def _lose(self) -> None:
         if not self.lost:
             self.lost = True
-            self.note("a frame the scenario cannot read (or too large to hold): no longer followed")
+            self.note("a frame the scenario cannot read (or too large to hold): no longer followed", acted=False)
             while self.owed:
                 _, reply = self.owed.popleft()
                 self.send(codec.encode(reply))
@@ -206,6 +206,7 @@ class _AnsweringShaper(FrameShaper):
 
 class ErrorResponse(_AnsweringShaper):
     name = "error-response"
+    client_outcome = "error"
     summary = "the first valid QoS1 PUBLISH (or POLL, ACK: option command) refused with a NACK"
 
     def __init__(self, relay, options: dict) -> None:
@@ -214,7 +215,7 @@ class ErrorResponse(_AnsweringShaper):
         if self.command not in REFUSALS:
             # a scenario option is not the client's fault: say so, and refuse nothing
             log.warning("error-response: unknown command %r (one of %s)", self.command, ", ".join(REFUSALS))
-            self.note(f"unknown command {self.command!r}: nothing refused")
+            self.note(f"unknown command {self.command!r}: nothing refused", acted=False)
 
     def answer(self, request):
         if self.log or not self.ready or request.type.name != self.command:
@@ -232,6 +233,7 @@ class ErrorResponse(_AnsweringShaper):
 
 class MaxSize(_AnsweringShaper):
     name = "max-size"
+    client_outcome = "success"
     summary = "the first POLL answered with a delivery of exactly 16 MiB (length field)"
 
     def answer(self, request):

@@ -222,6 +222,7 @@ class _MM2Shaper(FrameShaper):
 
 class ErrorResponse(_MM2Shaper):
     name = "error-response"
+    client_outcome = "error"
     summary = "the client's offer refused (ERROR: a required extension not supported), then the close"
 
     def on_client(self, frame: bytes, kind: str) -> None:
@@ -235,7 +236,7 @@ class ErrorResponse(_MM2Shaper):
                 # the reference broker's wording (reference_impl/micromessage2/negotiation.py)
                 self.refuse(f"required extension(s) not supported: {target}")
                 return
-            self.note("the offer requires nothing this scenario refuses: passed on")
+            self.note("the offer requires nothing this scenario refuses: passed on", acted=False)
         self.pass_on(frame)
 
 
@@ -245,6 +246,7 @@ def _with_unknown_property(ext: Extension) -> Extension:
 
 class UnknownFields(_MM2Shaper):
     name = "unknown-fields"
+    client_outcome = "success"
     summary = "the reply suggests an unknown vendor extension; its extensions carry an unknown property"
 
     def on_server(self, frame: bytes, kind: str) -> None:
@@ -260,6 +262,7 @@ class UnknownFields(_MM2Shaper):
 
 class RequiredExtension(_MM2Shaper):
     name = "required-extension"
+    client_outcome = "error"
     summary = "the reply requires a vendor extension no client implements; the client must refuse"
 
     def on_server(self, frame: bytes, kind: str) -> None:
@@ -281,12 +284,13 @@ class RequiredExtension(_MM2Shaper):
                 self.refuse(f"the final handshake lacks the required extension(s): {REQUIRED_EXTENSION.name}")
             return
         if kind == REFUSAL and self.log:
-            self.note("the client refused the reply with an ERROR frame")
+            self.note("the client refused the reply with an ERROR frame", acted=False)
         self.pass_on(frame)
 
 
 class LargePayload(_MM2Shaper):
     name = "large-payload"
+    client_outcome = "success"
     summary = "every server frame written with the 4-byte payload length (LARGE_PAYLOAD)"
 
     def on_server(self, frame: bytes, kind: str) -> None:
@@ -304,6 +308,7 @@ class LargePayload(_MM2Shaper):
 
 class Continued(_MM2Shaper):
     name = "continued"
+    client_outcome = "success"
     summary = "every MESSAGE cut into 3 CONTINUED pieces"
 
     def on_server(self, frame: bytes, kind: str) -> None:

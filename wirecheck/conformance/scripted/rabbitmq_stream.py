@@ -111,6 +111,7 @@ class _StreamShaper(FrameShaper):
 
 class Heartbeat(_StreamShaper):
     name = "heartbeat"
+    client_outcome = "success"
     summary = "a Heartbeat every 0.3 s once the connection is open"
 
     def on_open(self) -> None:
@@ -123,6 +124,7 @@ class Heartbeat(_StreamShaper):
 
 class MetadataUpdate(_StreamShaper):
     name = "metadata-update"
+    client_outcome = "either"
     summary = "a MetadataUpdate (stream not available) for the first stream the client uses"
 
     def on_server(self, frame: bytes, parsed, request) -> None:
@@ -136,6 +138,7 @@ class MetadataUpdate(_StreamShaper):
 
 class ConsumerUpdate(_StreamShaper):
     name = "consumer-update"
+    client_outcome = "success"
     summary = ("a single-active consumer deactivated, then activated again, by ConsumerUpdate; "
                "the client must answer each")
 
@@ -156,7 +159,7 @@ class ConsumerUpdate(_StreamShaper):
                 self.hold(frame)                   # the broker never asked
                 self.answered += 1
                 sub, active = self.asked.pop(parsed.correlation_id)
-                self.note(f"ConsumerUpdateResponse (active={active}) held back")
+                self.note(f"ConsumerUpdateResponse (active={active}) held back", acted=False)
                 if active:
                     self._release(sub)
                 else:
@@ -193,6 +196,7 @@ class ConsumerUpdate(_StreamShaper):
 
 class ErrorResponse(_StreamShaper):
     name = "error-response"
+    client_outcome = "error"
     summary = "the first answer to a valid request after Open carries an error code"
 
     def on_server(self, frame: bytes, parsed, request) -> None:
@@ -209,6 +213,7 @@ class ErrorResponse(_StreamShaper):
 
 class UnknownFields(_StreamShaper):
     name = "unknown-fields"
+    client_outcome = "success"
     summary = "server properties no client knows in the PeerProperties and Open answers"
 
     def on_server(self, frame: bytes, parsed, request) -> None:
@@ -222,6 +227,7 @@ class UnknownFields(_StreamShaper):
 
 class MaxSize(_StreamShaper):
     name = "max-size"
+    client_outcome = "success"
     summary = "the Open answer padded to exactly the agreed frame_max"
 
     def on_server(self, frame: bytes, parsed, request) -> None:
@@ -272,6 +278,7 @@ def _padded_to(frame, limit: int) -> bytes | None:
 
 class ServerClose(_StreamShaper):
     name = "server-close"
+    client_outcome = "either"
     summary = "a Close from the server 0.5 s after Open; the client must answer, then the FIN"
 
     def __init__(self, relay, options: dict) -> None:
@@ -296,7 +303,7 @@ class ServerClose(_StreamShaper):
         if self.closing is not None and len(frame) >= 12:
             _, key, _ = _HEAD.unpack_from(frame)
             if key == Key.CLOSE | RESPONSE_BIT and _SIZE.unpack_from(frame, 8)[0] == self.closing:
-                self.note("CloseResponse held back")
+                self.note("CloseResponse held back", acted=False)
                 self.hold(frame)
                 self._end()
                 return

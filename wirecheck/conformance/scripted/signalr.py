@@ -493,6 +493,7 @@ class _HubShaper(FrameShaper):
 
 class PingScenario(_HubShaper):
     name = "ping"
+    client_outcome = "success"
     summary = "a Ping (type 6) once the handshake is answered, then every 0.3 s"
 
     def on_open(self) -> None:
@@ -506,6 +507,7 @@ class PingScenario(_HubShaper):
 
 class ErrorResponse(_HubShaper):
     name = "error-response"
+    client_outcome = "error"
     summary = "the first Invocation's Completion carries an error instead of its result"
     reads_client = True
 
@@ -538,6 +540,7 @@ class ErrorResponse(_HubShaper):
 
 class UnknownFields(_HubShaper):
     name = "unknown-fields"
+    client_outcome = "success"
     summary = "every hub message carries a header (and, in JSON, a property) no client knows"
 
     def on_server(self, message, record: bytes) -> list[bytes]:
@@ -558,6 +561,7 @@ class UnknownFields(_HubShaper):
 
 class MaxSize(_HubShaper):
     name = "max-size"
+    client_outcome = "success"
     summary = "the first message with headers padded to 32 KiB of record body"
 
     def on_server(self, message, record: bytes) -> list[bytes]:
@@ -566,7 +570,7 @@ class MaxSize(_HubShaper):
         size = int(self.options.get("size", DEFAULT_MAX_RECEIVE))
         body = padded(message, self.protocol, size)
         if body is None:
-            self.note(f"{type(message).__name__} already over {size} bytes: not padded")
+            self.note(f"{type(message).__name__} already over {size} bytes: not padded", acted=False)
             return [record]
         self.note(f"{type(message).__name__} padded to {size} bytes")
         return [framed(body, self.protocol)]
@@ -574,6 +578,7 @@ class MaxSize(_HubShaper):
 
 class CloseMessage(_HubShaper):
     name = "close-message"
+    client_outcome = "either"
     summary = "a Close (type 7) with an error after the first Completion, then the end"
 
     def on_open(self) -> None:

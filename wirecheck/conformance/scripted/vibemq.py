@@ -166,6 +166,7 @@ class _VibeShaper(FrameShaper):
 
 class ErrorResponse(_VibeShaper):
     name = "error-response"
+    client_outcome = "error"
     summary = "the first Publish (or option command) after Connect answered with Error SERVER_ERROR"
 
     def __init__(self, relay, options: dict) -> None:
@@ -178,7 +179,7 @@ class ErrorResponse(_VibeShaper):
         if self.command not in REFUSABLE or self.code not in DOCUMENT_ERROR_CODES:
             # a scenario option is not the client's fault: say so, and refuse nothing
             log.warning("error-response: command %r / code %r not usable", wanted, self.code)
-            self.note(f"command {wanted!r} / code {self.code!r} not usable: nothing refused")
+            self.note(f"command {wanted!r} / code {self.code!r} not usable: nothing refused", acted=False)
         #: answers the broker owes for requests passed on to it
         self.due = 0
         #: Errors owed to held requests: [answers the broker owes before it, the frame]
@@ -228,6 +229,7 @@ class ErrorResponse(_VibeShaper):
 
 class UnknownFields(_VibeShaper):
     name = "unknown-fields"
+    client_outcome = "success"
     summary = "headers no client knows on every server message but Deliver; a QueueInfo property"
 
     def on_server(self, frame: bytes, got) -> None:
@@ -244,6 +246,7 @@ class UnknownFields(_VibeShaper):
 
 class MaxSize(_VibeShaper):
     name = "max-size"
+    client_outcome = "success"
     summary = "the ConnectAck padded to a body of exactly 1,048,576 bytes"
 
     def on_server(self, frame: bytes, got) -> None:
@@ -260,6 +263,7 @@ class MaxSize(_VibeShaper):
 
 class CompressAll(_VibeShaper):
     name = "compress-all"
+    client_outcome = "success"
     summary = "every server frame after the ConnectAck compressed with the agreed algorithm"
 
     def on_server(self, frame: bytes, got) -> None:

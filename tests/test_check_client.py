@@ -1,0 +1,148 @@
+"""``wirecheck check-client``: a client library's driver run under each scenario and judged by
+its outcome (conformance/client_suite.py, client_driver.py). Planted drivers
+(tests/planted_client.py) show each verdict: CRASH for an uncaught error or a signal, HANG for
+no exit, NON-STRICT (BlipMQ's client rules are SHOULDs) for success where the scenario refused a
+request, for a lost and for a duplicated message, NOT-RUN for a scenario that never acted; the
+reference driver passes every scenario."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from wirecheck.conformance import verdicts
+from wirecheck.conformance.client_driver import DriverRun, command_argv, run_driver
+from wirecheck.conformance.client_suite import run_scenario, scenario_names
+from wirecheck.reference_impl.core import registry
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PLANTED = os.path.join(ROOT, "tests", "planted_client.py")
+REFERENCE = f"{sys.executable} -m wirecheck.conformance.drivers.blipmq {{host}} {{port}} {{count}}"
+
+
+def planted(mode: str) -> str:
+    return f"{sys.executable} {PLANTED} {mode} {{host}} {{port}} {{count}}"
+
+
+def outcome(doc: dict) -> dict:
+    case = doc["tests"][0]
+    assert case["nodeid"].endswith("::outcome"), case
+    return case
+
+
+def check(scenario: str, command: str, **kw) -> dict:
+    return run_scenario(registry.get("blipmq"), scenario, command, count=kw.pop("count", 5), **kw)
+
+
+def test_the_reference_driver_passes_every_scenario():
+    names = scenario_names("blipmq")
+    assert {"none", "split", "coalesce", "delay", "close", "error-response", "max-size"} <= set(names)
+    for name in names:
+        doc = check(name, REFERENCE)
+        case = outcome(doc)
+        assert case["verdict"] == verdicts.PASS, (name, case["message"])
+        assert doc["acted"], name
+        bad = [t for t in doc["tests"] if t["verdict"] != verdicts.PASS]
+        assert not bad, (name, bad)
+        # what the scenario calls for is what the driver did
+        expected = {"close": "error", "error-response": "error"}.get(name, "success")
+        assert doc["driver"]["outcome"] == expected, (name, doc["driver"])
+        if expected == "success":
+            assert doc["driver"]["received"] >= 5 and "BLIP-CLIENT-010" in case["requirements"], (name, case)
+
+
+@pytest.mark.parametrize("mode, scenario, verdict, requirement, words", [
+    ("crash-on-nack", "error-response", verdicts.CRASH, "BLIP-CLIENT-011", "uncaught Python error"),
+    ("segfault", "none", verdicts.CRASH, "BLIP-CLIENT-011", "killed by SIGSEGV"),
+    ("exit-silently", "none", verdicts.CRASH, "BLIP-CLIENT-011", "without an `error` line"),
+    ("ignore-nacks", "error-response", verdicts.NON_STRICT, "BLIP-CLIENT-008", "reported success"),
+    ("lose-one", "split", verdicts.NON_STRICT, "BLIP-CLIENT-010", "never handed over"),
+    ("duplicate-one", "none", verdicts.NON_STRICT, "BLIP-CLIENT-010", "msg-0 (2 times, delivered 1)"),
+])
+def test_a_planted_defect_gets_its_verdict(mode, scenario, verdict, requirement, words):
+    case = outcome(check(scenario, planted(mode)))
+    assert case["verdict"] == verdict and case["requirements"][0] == requirement, case
+    assert words in case["message"], case["message"]
+
+
+def test_a_driver_that_never_exits_is_a_hang_within_its_budget():
+    doc = check("close", planted("hang-on-close"), budget=3.0)
+    case = outcome(doc)
+    assert case["verdict"] == verdicts.HANG and case["requirements"] == ["BLIP-CLIENT-009"], case
+    assert "killed by the kit" in case["message"]
+    assert doc["driver"]["seconds"] < 3.0 + 10       # SIGTERM is enough for a driver that waits
+
+
+def test_a_scenario_that_never_acted_is_not_run_not_a_pass():
+    doc = check("close", planted("good"), options={"writes": "100000"})
+    case = outcome(doc)
+    assert not doc["acted"] and doc["driver"]["outcome"] == "success"
+    assert case["verdict"] == verdicts.NOT_RUN and case["requirements"] == [], case
+
+
+def test_the_same_driver_under_an_acting_close_surfaces_the_error():
+    doc = check("close", planted("good"), options={"writes": "3"})
+    case = outcome(doc)
+    assert doc["acted"] and case["verdict"] == verdicts.PASS, case
+    assert case["requirements"][0] == "BLIP-CLIENT-009" and "surfaced the error" in case["message"]
+
+
+def test_runtime_crash_signatures_and_the_driver_contract(tmp_path):
+    def ran(code: int, stderr: str = "", stdout: str = "") -> DriverRun:
+        run = DriverRun(["x"], returncode=code, stdout=stdout, stderr=stderr)
+        for line in stdout.splitlines():
+            if line.startswith("error"):
+                run.errors.append(line[6:])
+        return run
+
+    assert ran(1, "/x.js:3\n  throw err;\n  ^\n\nError: boom\n    at f (x.js:3)\n\nNode.js v18.19.0\n").outcome == "crash"
+    assert ran(1, 'Exception in thread "main" java.lang.IllegalStateException\n').uncaught() == "Java"
+    assert ran(134, "Unhandled exception. System.Exception: x\n").outcome == "crash"    # .NET abort
+    assert ran(101, "thread 'main' panicked at src/main.rs:3:5\n").uncaught() == "Rust"
+    assert ran(2, "panic: boom\n\ngoroutine 1 [running]:\n").uncaught() == "Go"
+    assert ran(1, stdout="error AuthenticationFailed: refused\n").outcome == "error"
+    assert ran(3, stdout="error timeout\n").outcome == "error"
+    assert ran(0).outcome == "success"
+    # the placeholders, split as a shell would, run without one
+    assert command_argv("node d.js --url '{url}' {count}", {"url": "http://h:1/hub", "count": 5}) == \
+        ["node", "d.js", "--url", "http://h:1/hub", "5"]
+    with pytest.raises(ValueError, match=r"unknown placeholder \{nope\}"):
+        command_argv("d {nope}", {"port": 1})
+    # a driver that floods its output is read to the end, and kept bounded
+    flood = run_driver([sys.executable, "-c", "import sys\nfor i in range(200000): print('received msg-%d' % i)"],
+                       budget=60)
+    assert flood.outcome == "success" and len(flood.stdout) <= 256 * 1024 and flood.received["msg-0"] == 1
+
+
+def test_cli_reports_junit_and_exit_status(tmp_path):
+    report, junit = tmp_path / "clients.json", tmp_path / "clients.xml"
+    cmd = [sys.executable, "-m", "wirecheck", "check-client", "--protocol", "blipmq", "--scenario", "none",
+           "--scenario", "error-response", "--count", "3", "--client-command", planted("crash-on-nack"),
+           "--report", str(report), "--junitxml", str(junit)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "none: PASS" in proc.stdout and "error-response: CRASH" in proc.stdout, proc.stdout
+    doc = json.loads(report.read_text())
+    assert doc["kind"] == "client-check" and doc["exitstatus"] == 1
+    assert [r["scenario"] for r in doc["driver_runs"]] == ["none", "error-response"]
+    assert "BLIP-CLIENT-011" in doc["summary"]["blipmq"]["failing_requirements"]
+    cases = {(c.get("classname"), c.get("name")): c for c in ET.parse(junit).getroot().iter("testcase")}
+    crash = cases[("check-client.error-response", "outcome")]
+    assert crash.find("failure") is not None
+    props = {p.get("name"): p.get("value") for p in crash.iter("property")}
+    assert props == {"requirements": "BLIP-CLIENT-011", "verdict": "CRASH"}
+    assert cases[("check-client.none", "outcome")].find("failure") is None
+    # the report merges like any result file
+    html = tmp_path / "r.html"
+    merged = subprocess.run([sys.executable, "-m", "wirecheck", "report", str(report), "--out", str(html)],
+                            capture_output=True, text=True, timeout=120)
+    assert merged.returncode == 0 and "BLIP-CLIENT-011" in html.read_text(), merged.stderr
+    # a usage error is one line and exit 2, before any driver runs
+    bad = subprocess.run([sys.executable, "-m", "wirecheck", "check-client", "--protocol", "blipmq",
+                          "--scenario", "close", "--scenario-option", "close=writes", "--client-command", "x"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "NAME:KEY=VALUE" in bad.stderr, bad.stderr
