@@ -146,3 +146,24 @@ def test_cli_reports_junit_and_exit_status(tmp_path):
                           "--scenario", "close", "--scenario-option", "close=writes", "--client-command", "x"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "NAME:KEY=VALUE" in bad.stderr, bad.stderr
+
+
+def test_the_rabbitmq_stream_reference_driver_under_every_scenario():
+    """Every scenario acts on the workload and the reference client copes, but consumer-update:
+    the workload has no single-active consumer, so that scenario tries nothing (NOT-RUN)."""
+    spec = registry.get("rabbitmq-stream")
+    command = f"{sys.executable} -m wirecheck.conformance.drivers.rabbitmq_stream {{host}} {{port}} {{count}}"
+    for name in scenario_names("rabbitmq-stream"):
+        doc = run_scenario(spec, name, command, count=5)
+        case = outcome(doc)
+        bad = [t for t in doc["tests"][1:] if t["verdict"] != verdicts.PASS]
+        assert not bad, (name, bad)
+        if name == "consumer-update":
+            assert case["verdict"] == verdicts.NOT_RUN and not doc["acted"], case
+            continue
+        assert case["verdict"] == verdicts.PASS and doc["acted"], (name, case["message"])
+        expected = {"close": "error", "error-response": "error", "server-close": "error"}.get(name, "success")
+        assert doc["driver"]["outcome"] == expected, (name, doc["driver"])
+        if name == "server-close":       # the reference client answered the server's Close
+            passed = " ".join(" ".join(t["requirements"]) for t in doc["tests"] if t["verdict"] == verdicts.PASS)
+            assert "RMQS-CLOSE-003" in passed, doc["tests"]

@@ -43,10 +43,13 @@ DEFAULT_COUNT = 10
 DEFAULT_BUDGET = 30.0
 #: How the workload's messages are named (the body the driver publishes, the ID it prints).
 MESSAGE_ID = re.compile(r"^msg-\d+$")
+#: The ID inside a delivered body (a library may wrap the body: an AMQP 1.0 message in a
+#: RabbitMQ Stream chunk, a JSON document).
+ID_IN_BODY = re.compile(rb"msg-\d+")
 #: Scenario options check-client gives unless told otherwise: a point in the conversation rather
-#: than a time for ``close`` (a quick workload would end before a timer fired: NOT-RUN), a
-#: delay the reference broker's redelivery timer tolerates in a few seconds.
-DEFAULT_OPTIONS = {"close": {"writes": "3"}, "delay": {"delay": "0.2"}}
+#: than a time for ``close`` and ``server-close`` (a quick workload would end before a timer
+#: fired: NOT-RUN), a delay that keeps a run to seconds.
+DEFAULT_OPTIONS = {"close": {"writes": "3"}, "delay": {"delay": "0.2"}, "server-close": {"answers": "2"}}
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,8 @@ class OutcomeRules:
 RULES = {
     "blipmq": OutcomeRules("BLIP-CLIENT-007", "BLIP-CLIENT-008", "BLIP-CLIENT-009", "BLIP-CLIENT-010",
                            "BLIP-CLIENT-011"),
+    "rabbitmq-stream": OutcomeRules("RMQS-CLIENT-001", "RMQS-CLIENT-002", "RMQS-CLIENT-003",
+                                    "RMQS-CLIENT-004", "RMQS-CLIENT-005"),
 }
 
 
@@ -85,9 +90,9 @@ def delivered_messages(spec, capture_path: str, ports) -> Counter:
                 for item in items:
                     if not isinstance(item, FrameError):
                         for body in extract(item):
-                            text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
-                            if MESSAGE_ID.match(text):
-                                found[text] += 1
+                            m = ID_IN_BODY.search(body if isinstance(body, bytes) else str(body).encode())
+                            if m:
+                                found[m.group().decode()] += 1
             if ended:
                 s.done = True
 
@@ -107,8 +112,13 @@ def _blipmq_bodies(frame):
     return [frame.message] if isinstance(frame, Publish) else []
 
 
+def _rmqs_bodies(frame):
+    from wirecheck.reference_impl.rabbitmq_stream.codec import Deliver
+    return frame.chunk.messages() if isinstance(frame, Deliver) else []
+
+
 #: protocol -> frame -> the message bodies it delivers (protocols without one: not judged yet)
-_EXTRACTORS = {"blipmq": _blipmq_bodies}
+_EXTRACTORS = {"blipmq": _blipmq_bodies, "rabbitmq-stream": _rmqs_bodies}
 
 
 def judge(run: DriverRun, expect: str, acted: bool, delivered: Counter, rules: OutcomeRules,

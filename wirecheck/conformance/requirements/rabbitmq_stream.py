@@ -637,4 +637,31 @@ REQUIREMENTS = (
       "same correlation id before it closes (\"Expects response? Yes\", as every server request)",
       source="SPEC_NOTES", untestable=_CLIENT,
       quote=_NEWER_COMMANDS),
+    # What happens to a client library under the kit's scenarios (wirecheck check-client,
+    # conformance/client_suite.py): its driver's outcome, not its bytes.
+    R("RMQS-CLIENT-001", "Client outcomes", "SHOULD",
+      "a client completes its workload when the server's bytes come split, joined or late, and "
+      "with frames the server may send at any moment (Heartbeat) among its answers",
+      source="reading", untestable=_CLIENT + "; check-client judges it",
+      quote="Most commands are request/reply, but some commands (e.g. Deliver) are one-direction "
+            "only and thus does not contain a correlation ID."),
+    R("RMQS-CLIENT-002", "Client outcomes", "SHOULD",
+      "a response code other than OK, or a PublishError, reaches the application as an error "
+      "(no success, no hang)",
+      source="reading", untestable=_CLIENT + "; check-client judges it",
+      quote="PublishingError => PublishingId Code PublishingId => uint64 Code => uint16 // code to "
+            "identify the problem"),
+    R("RMQS-CLIENT-003", "Client outcomes", "SHOULD",
+      "a Close from the server, or a connection it ends, is reported to the application, not hung on",
+      source="reading", untestable=_CLIENT + "; check-client judges it",
+      quote="Close Client & Server 22 Yes"),
+    R("RMQS-CLIENT-004", "Client outcomes", "SHOULD",
+      "every message of the chunks delivered reaches the application, once per delivery",
+      source="reading", untestable=_CLIENT + "; check-client judges it",
+      quote="NumEntries => uint16 NumRecords => uint32"),
+    R("RMQS-CLIENT-005", "Client outcomes", "SHOULD",
+      "legal server behaviour never crashes a client (a signal, an uncaught error)",
+      source="reading", untestable=_CLIENT + "; check-client judges it",
+      quote="Most commands are request/reply, but some commands (e.g. Deliver) are one-direction "
+            "only and thus does not contain a correlation ID."),
 )

@@ -279,14 +279,22 @@ def _padded_to(frame, limit: int) -> bytes | None:
 class ServerClose(_StreamShaper):
     name = "server-close"
     client_outcome = "either"
-    summary = "a Close from the server 0.5 s after Open; the client must answer, then the FIN"
+    summary = ("a Close from the server 0.5 s after Open (or right after its Nth answer after "
+               "Open: option answers); the client must answer, then the FIN")
 
     def __init__(self, relay, options: dict) -> None:
         super().__init__(relay, options)
         self.closing: int | None = None          # the Close's correlation id, once sent
+        #: the Close follows the server's Nth answer after Open (a point in the conversation,
+        #: whatever its pace) instead of a time
+        self.answers = int(options.get("answers", 0))
+        if self.answers < 0:
+            raise ValueError("answers must be at least 1")
+        self.answered = 0
 
     def on_open(self) -> None:
-        self.later(float(self.options.get("after", 0.5)), self._close)
+        if not self.answers:
+            self.later(float(self.options.get("after", 0.5)), self._close)
 
     def _close(self) -> None:
         self.closing = INJECTED_CORRELATION
@@ -298,6 +306,10 @@ class ServerClose(_StreamShaper):
     def on_server(self, frame: bytes, parsed, request) -> None:
         if self.closing is None:
             self.send(frame)                     # after its Close the server sends nothing more
+            if self.answers and self.opened and request is not None:
+                self.answered += 1
+                if self.answered >= self.answers:
+                    self._close()
 
     def client_frame(self, frame: bytes) -> None:
         if self.closing is not None and len(frame) >= 12:
