@@ -105,6 +105,11 @@ def test_runtime_crash_signatures_and_the_driver_contract(tmp_path):
     assert ran(101, "thread 'main' panicked at src/main.rs:3:5\n").uncaught() == "Rust"
     assert ran(2, "panic: boom\n\ngoroutine 1 [running]:\n").uncaught() == "Go"
     assert ran(1, stdout="error AuthenticationFailed: refused\n").outcome == "error"
+    # a library that logs a background task's traceback and raises the error to its application
+    logged = ran(1, "Error while running handler\nTraceback (most recent call last):\n  File \"x\"\n"
+                    "ServerError: closed\n", stdout="error ServerError: Connection Closed\n")
+    assert logged.outcome == "error" and "error ServerError" in logged.describe()
+    assert ran(-9).outcome == "crash" and ran(139).signal == 11
     assert ran(3, stdout="error timeout\n").outcome == "error"
     assert ran(0).outcome == "success"
     # the placeholders, split as a shell would, run without one
@@ -167,3 +172,23 @@ def test_the_rabbitmq_stream_reference_driver_under_every_scenario():
         if name == "server-close":       # the reference client answered the server's Close
             passed = " ".join(" ".join(t["requirements"]) for t in doc["tests"] if t["verdict"] == verdicts.PASS)
             assert "RMQS-CLOSE-003" in passed, doc["tests"]
+
+
+def test_the_rstream_example_driver_finds_rstreams_unanswered_close():
+    """examples/check-client/rstream_driver.py as the docs show it: rstream (PyPI) completes the
+    workload, surfaces a refusal, and leaves the server's Close unanswered (RMQS-CLOSE-003) —
+    a real bug the kit reports while the outcome (an error surfaced) passes."""
+    pytest.importorskip("rstream")
+    spec = registry.get("rabbitmq-stream")
+    command = f"{sys.executable} {os.path.join(ROOT, 'examples', 'check-client', 'rstream_driver.py')} {{host}} {{port}} {{count}}"
+    clean = run_scenario(spec, "none", command, count=3, budget=40)
+    assert outcome(clean)["verdict"] == verdicts.PASS, outcome(clean)["message"]
+    assert clean["driver"]["received"] == 3
+    refused = run_scenario(spec, "error-response", command, count=3, budget=40)
+    assert outcome(refused)["verdict"] == verdicts.PASS and refused["driver"]["outcome"] == "error"
+    closed = run_scenario(spec, "server-close", command, count=3, budget=40)
+    case = outcome(closed)
+    assert case["verdict"] == verdicts.PASS and closed["driver"]["outcome"] == "error", case["message"]
+    fails = [t for t in closed["tests"] if t["verdict"] == verdicts.FAIL]
+    assert [t["requirements"] for t in fails] == [["RMQS-CLOSE-003"]], closed["tests"]
+    assert closed["exitstatus"] == 1

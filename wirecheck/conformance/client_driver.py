@@ -36,8 +36,9 @@ RECEIVED_LINE = re.compile(r"^received (\S+)\s*$")
 ERROR_LINE = re.compile(r"^error\b[:\s]*(.*)$")
 
 #: How each runtime dies of an uncaught error, as its exit status and last words on stderr
-#: (docs/start/clients.md lists them). A driver that exits non-zero with one of these is a
-#: CRASH, whatever it printed before.
+#: (docs/start/clients.md lists them): named in the CRASH of a driver that exited non-zero
+#: without an ``error`` line (with one, it caught its library's error: a library may log a
+#: traceback of a background task and still raise the error to its application).
 UNCAUGHT = (
     ("Python", None, re.compile(r"^Traceback \(most recent call last\):", re.M)),
     ("Node.js", None, re.compile(r"^Node\.js v\d+", re.M)),
@@ -93,9 +94,13 @@ class DriverRun:
             return HANG
         if self.returncode == 0:
             return SUCCESS
-        if self.signal is not None or self.uncaught() is not None or not self.errors:
+        if self.signal is not None:
             return CRASH
-        return ERROR
+        # A driver that named an error caught it and exited: a library may log a traceback of
+        # its own (a background task's) and still raise the error to its application.
+        if self.errors:
+            return ERROR
+        return CRASH          # the runtime's uncaught-error exit, or an exit that named nothing
 
     def describe(self) -> str:
         """One line: how the driver ended."""
@@ -109,7 +114,7 @@ class DriverRun:
             how = f"killed by {name}" if self.returncode < 0 else f"exit {self.returncode} ({name})"
             return f"{how} after {self.seconds:.1f} s"
         runtime = self.uncaught()
-        if runtime:
+        if runtime and not self.errors:
             return f"exit {self.returncode}: an uncaught {runtime} error after {self.seconds:.1f} s"
         if not self.errors:
             return (f"exit {self.returncode} after {self.seconds:.1f} s without an `error` line "

@@ -35,7 +35,7 @@ from wirecheck.conformance import verdicts
 from wirecheck.conformance.client_driver import (CRASH, ERROR, HANG, SUCCESS, DriverRun, command_argv,
                                                  run_driver)
 from wirecheck.conformance.client_scenarios import scenarios
-from wirecheck.conformance.clientcheck import ClientChecker
+from wirecheck.conformance.clientcheck import ClientChecker, summarise
 
 #: Messages the workload publishes ({count}).
 DEFAULT_COUNT = 10
@@ -221,4 +221,4 @@ def run_scenario(spec, scenario: str, command: str, *, options: dict | None = No
     doc["driver"] = {"argv": argv, "outcome": run.outcome, "returncode": run.returncode, "seconds": run.seconds,
                      "received": sum(run.received.values()), "errors": run.errors[:10]}
     doc["acted"] = acted
-    return doc
+    return summarise(doc, spec)
