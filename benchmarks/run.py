@@ -6,7 +6,7 @@ what a result is compared with (the whole-buffer figure, the 1x time, the codec'
 ``ratio`` the comparison, ``goal`` the target for that ratio, ``met`` whether it is reached.
 A full run takes about seven minutes on two cores (a third of it the atheris targets, five
 seconds each, two at a time: benchmarks/bench_fuzz.py; a fifth the pipeline's six Spark jobs);
-``--quick`` (smaller inputs, 3 repetitions, two fuzz targets, BlipMQ's suite alone, no
+``--quick`` (smaller inputs, 3 repetitions, two fuzz targets, BlipMQ's quick suite alone, no
 pipeline) about half a minute, for smoke tests. Timings are figures to read, not assertions.
 """
 from __future__ import annotations

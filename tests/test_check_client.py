@@ -153,21 +153,28 @@ def test_cli_reports_junit_and_exit_status(tmp_path):
     assert bad.returncode == 2 and "NAME:KEY=VALUE" in bad.stderr, bad.stderr
 
 
-def test_the_rabbitmq_stream_reference_driver_under_every_scenario():
-    """Every scenario acts on the workload and the reference client copes, but consumer-update:
-    the workload has no single-active consumer, so that scenario tries nothing (NOT-RUN)."""
-    spec = registry.get("rabbitmq-stream")
-    command = f"{sys.executable} -m wirecheck.conformance.drivers.rabbitmq_stream {{host}} {{port}} {{count}}"
-    for name in scenario_names("rabbitmq-stream"):
+#: Scenarios a protocol's standard workload leaves untried (NOT-RUN), and why.
+UNTRIED = {"rabbitmq-stream": {"consumer-update"}}    # the workload has no single-active consumer
+#: Scenarios under which the reference driver's workload fails, and must say so.
+FAILING = {"close", "error-response", "server-close"}
+
+
+@pytest.mark.parametrize("protocol, module", [("rabbitmq-stream", "rabbitmq_stream"), ("vibemq", "vibemq")])
+def test_a_reference_driver_under_every_scenario(protocol, module):
+    """Every scenario acts on the workload and the reference client copes: success where the
+    scenario changes nothing it may notice, the error surfaced where a request fails."""
+    spec = registry.get(protocol)
+    command = f"{sys.executable} -m wirecheck.conformance.drivers.{module} {{host}} {{port}} {{count}}"
+    for name in scenario_names(protocol):
         doc = run_scenario(spec, name, command, count=5)
         case = outcome(doc)
         bad = [t for t in doc["tests"][1:] if t["verdict"] != verdicts.PASS]
         assert not bad, (name, bad)
-        if name == "consumer-update":
+        if name in UNTRIED.get(protocol, ()):
             assert case["verdict"] == verdicts.NOT_RUN and not doc["acted"], case
             continue
         assert case["verdict"] == verdicts.PASS and doc["acted"], (name, case["message"])
-        expected = {"close": "error", "error-response": "error", "server-close": "error"}.get(name, "success")
+        expected = "error" if name in FAILING else "success"
         assert doc["driver"]["outcome"] == expected, (name, doc["driver"])
         if name == "server-close":       # the reference client answered the server's Close
             passed = " ".join(" ".join(t["requirements"]) for t in doc["tests"] if t["verdict"] == verdicts.PASS)

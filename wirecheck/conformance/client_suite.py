@@ -68,6 +68,8 @@ RULES = {
                            "BLIP-CLIENT-011"),
     "rabbitmq-stream": OutcomeRules("RMQS-CLIENT-001", "RMQS-CLIENT-002", "RMQS-CLIENT-003",
                                     "RMQS-CLIENT-004", "RMQS-CLIENT-005"),
+    "vibemq": OutcomeRules("VIBE-CLIENT-002", "VIBE-CLIENT-003", "VIBE-CLIENT-004", "VIBE-CLIENT-005",
+                           "VIBE-CLIENT-006"),
 }
 
 
@@ -117,8 +119,16 @@ def _rmqs_bodies(frame):
     return frame.chunk.messages() if isinstance(frame, Deliver) else []
 
 
+def _vibemq_bodies(frame):
+    import json
+    from wirecheck.reference_impl.vibemq.constants import CommandType
+    if getattr(frame, "type", None) != CommandType.DELIVER:
+        return []
+    return [json.dumps(frame.payload, ensure_ascii=False).encode()]
+
+
 #: protocol -> frame -> the message bodies it delivers (protocols without one: not judged yet)
-_EXTRACTORS = {"blipmq": _blipmq_bodies, "rabbitmq-stream": _rmqs_bodies}
+_EXTRACTORS = {"blipmq": _blipmq_bodies, "rabbitmq-stream": _rmqs_bodies, "vibemq": _vibemq_bodies}
 
 
 def judge(run: DriverRun, expect: str, acted: bool, delivered: Counter, rules: OutcomeRules,

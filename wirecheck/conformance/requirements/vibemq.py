@@ -312,4 +312,28 @@ REQUIREMENTS = (
       "algorithm", untestable=_CLIENT,
       quote="Compression is applied only when the serialized body reaches the configured "
             "threshold (default **1 024 bytes**)."),
+    # What happens to a client library under the kit's scenarios (wirecheck check-client,
+    # conformance/client_suite.py): its driver's outcome, not its bytes.
+    R("VIBE-CLIENT-002", "Client outcomes", "SHOULD",
+      "a client completes its workload when the server's bytes come split, joined or late, "
+      "compressed or not",
+      source="reading", untestable=_CLIENT + "; check-client judges it",
+      quote="**Length-prefix** approach is used to separate messages in the TCP stream. Each frame "
+            "is self-contained and carries its own compression information."),
+    R("VIBE-CLIENT-003", "Client outcomes", "SHOULD",
+      "an Error answering a client's request reaches the application as an error (no success, no hang)",
+      source="reading", untestable=_CLIENT + "; check-client judges it",
+      quote="Error ~~~~~ **Direction:** Server → Client **Description:** Error message."),
+    R("VIBE-CLIENT-004", "Client outcomes", "SHOULD",
+      "a connection the server ends is reported to the application, not hung on",
+      source="reading", untestable=_CLIENT + "; check-client judges it",
+      quote="unknown compression flag drops the connection"),
+    R("VIBE-CLIENT-005", "Client outcomes", "SHOULD",
+      "every Deliver reaches the application, no more often than the server delivered it",
+      source="reading", untestable=_CLIENT + "; check-client judges it",
+      quote="Ack ~~~ **Direction:** Client → Server **Description:** Message receipt acknowledgment."),
+    R("VIBE-CLIENT-006", "Client outcomes", "SHOULD",
+      "legal server behaviour never crashes a client (a signal, an uncaught error)",
+      source="reading", untestable=_CLIENT + "; check-client judges it",
+      quote="All lengths are encoded as Big Endian. Length 0 means the field is absent/null."),
 )
