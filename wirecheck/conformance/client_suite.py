@@ -42,10 +42,10 @@ DEFAULT_COUNT = 10
 #: Seconds a driver run may take under one scenario before it is a HANG.
 DEFAULT_BUDGET = 30.0
 #: How the workload's messages are named (the body the driver publishes, the ID it prints).
-MESSAGE_ID = re.compile(r"^msg-\d+$")
+MESSAGE_ID = re.compile(r"^(?:msg|item)-\d+$")
 #: The ID inside a delivered body (a library may wrap the body: an AMQP 1.0 message in a
 #: RabbitMQ Stream chunk, a JSON document).
-ID_IN_BODY = re.compile(rb"msg-\d+")
+ID_IN_BODY = re.compile(rb"(?:msg|item)-\d+")
 #: Scenario options check-client gives unless told otherwise: a point in the conversation rather
 #: than a time for ``close`` and ``server-close`` (a quick workload would end before a timer
 #: fired: NOT-RUN), a delay that keeps a run to seconds.
@@ -68,6 +68,8 @@ RULES = {
                            "BLIP-CLIENT-011"),
     "rabbitmq-stream": OutcomeRules("RMQS-CLIENT-001", "RMQS-CLIENT-002", "RMQS-CLIENT-003",
                                     "RMQS-CLIENT-004", "RMQS-CLIENT-005"),
+    "signalr": OutcomeRules("SIGR-CLIENT-001", "SIGR-CLIENT-002", "SIGR-CLIENT-003", "SIGR-CLIENT-004",
+                            "SIGR-CLIENT-005"),
     "vibemq": OutcomeRules("VIBE-CLIENT-002", "VIBE-CLIENT-003", "VIBE-CLIENT-004", "VIBE-CLIENT-005",
                            "VIBE-CLIENT-006"),
 }
@@ -127,8 +129,20 @@ def _vibemq_bodies(frame):
     return [json.dumps(frame.payload, ensure_ascii=False).encode()]
 
 
+def _signalr_bodies(frame):
+    """An invocation's string result (``Echo``'s ``msg-N``), and a stream's integer items as
+    ``item-N`` (``Counter``'s)."""
+    from wirecheck.reference_impl.signalr.messages import Completion, StreamItem
+    if isinstance(frame, StreamItem) and isinstance(frame.item, int) and not isinstance(frame.item, bool):
+        return [f"item-{frame.item}".encode()]
+    if isinstance(frame, Completion) and isinstance(frame.result, str):
+        return [frame.result.encode()]
+    return []
+
+
 #: protocol -> frame -> the message bodies it delivers (protocols without one: not judged yet)
-_EXTRACTORS = {"blipmq": _blipmq_bodies, "rabbitmq-stream": _rmqs_bodies, "vibemq": _vibemq_bodies}
+_EXTRACTORS = {"blipmq": _blipmq_bodies, "rabbitmq-stream": _rmqs_bodies, "vibemq": _vibemq_bodies,
+               "signalr": _signalr_bodies}
 
 
 def judge(run: DriverRun, expect: str, acted: bool, delivered: Counter, rules: OutcomeRules,
@@ -229,6 +243,7 @@ def run_scenario(spec, scenario: str, command: str, *, options: dict | None = No
                             "expected": cls.client_outcome if hasattr(cls, "client_outcome") else "either",
                             "actual": run.outcome, "duration": run.seconds, "transcript": "", "wire": []})
     doc["driver"] = {"argv": argv, "outcome": run.outcome, "returncode": run.returncode, "seconds": run.seconds,
-                     "received": sum(run.received.values()), "errors": run.errors[:10]}
+                     "received": sum(run.received.values()), "delivered": sum(delivered.values()),
+                     "errors": run.errors[:10]}
     doc["acted"] = acted
     return summarise(doc, spec)

@@ -43,6 +43,9 @@ _V1_TIMERS = "Keep-alive 15 s, server timeout 30 s, handshake timeout 15 s."
 _V1_TYPES = ("Types: 1 Invocation, 2 StreamItem, 3 Completion, 4 StreamInvocation, 5 "
              "CancelInvocation, 6 Ping, 7 Close, 8 Ack, 9 Sequence.")
 
+_CLIENT_OUTCOME = ("client behaviour: a server-facing suite cannot observe it; "
+                   "check-client judges it")
+
 REQUIREMENTS = (
     # --- Overview: the negotiation (handshake) message --------------------------------------------
     R("SIGR-HS-001", "Overview", "MUST",
@@ -421,4 +424,40 @@ REQUIREMENTS = (
       quote="| pysignalr | text frame `{\"protocol\": \"json\", \"version\": 1}\\x1e` (35 B, "
             "with spaces) | **binary** frame `{\"protocol\":\"messagepack\",\"version\":1}\\x1e` "
             "(39 B) |"),
+    # What happens to a client library under the kit's scenarios (wirecheck check-client,
+    # conformance/client_suite.py): its driver's outcome, not its bytes.
+    R("SIGR-CLIENT-001", "Client outcomes", "SHOULD",
+      "a client completes its workload when the server's bytes come split, joined or late, and "
+      "with Pings among its messages",
+      source="reading", untestable=_CLIENT_OUTCOME,
+      quote="JSON payloads are separated with the record separator (0x1e) to ease the parsing."),
+    R("SIGR-CLIENT-002", "Client outcomes", "MUST",
+      "an invocation the server completes with an error ends with that error dispatched to the "
+      "application (no success, no hang)",
+      untestable=_CLIENT_OUTCOME,
+      quote="Complete the invocation, dispatching the final payload item (if any) or the error "
+            "(if any) to the application",
+      level_note="a step of the document's basic flow for an invocation, in the imperative: read "
+                 "as what a Caller does, a MUST"),
+    R("SIGR-CLIENT-003", "Client outcomes", "SHOULD",
+      "a connection the server ends (a Close, the end of the transport) fails the pending "
+      "invocations and streams, reported to the application, not hung on",
+      source="reading", untestable=_CLIENT_OUTCOME,
+      quote="If either endpoint commits a Protocol Error (see examples below), the other endpoint "
+            "may immediately terminate the underlying connection.",
+      level_note="the \"may\" is the server's permission to end the connection; that the client "
+                 "then tells its application is the kit's reading, graded SHOULD"),
+    R("SIGR-CLIENT-004", "Client outcomes", "MUST",
+      "each StreamItem's payload and each result is dispatched to the application, once",
+      untestable=_CLIENT_OUTCOME,
+      quote="If the StreamItem message has a payload, dispatch the payload to the application "
+            "(i.e. by yielding a result to an IObservable, or by collecting the result for "
+            "dispatching in step 8)",
+      level_note="a step of the document's basic flow, in the imperative; the protocol has no "
+                 "retransmission, so once"),
+    R("SIGR-CLIENT-005", "Client outcomes", "SHOULD",
+      "legal server behaviour never crashes a client (a signal, an uncaught error)",
+      source="reading", untestable=_CLIENT_OUTCOME,
+      quote="It is possible to receive StreamItem messages or a StreamCompletion message after a "
+            "CancelInvocation message has been sent, these can be ignored."),
 )
