@@ -68,6 +68,8 @@ RULES = {
                            "BLIP-CLIENT-011"),
     "rabbitmq-stream": OutcomeRules("RMQS-CLIENT-001", "RMQS-CLIENT-002", "RMQS-CLIENT-003",
                                     "RMQS-CLIENT-004", "RMQS-CLIENT-005"),
+    "micromessage2": OutcomeRules("MM2-CLIENT-001", "MM2-CLIENT-002", "MM2-CLIENT-003", "MM2-CLIENT-004",
+                                  "MM2-CLIENT-005"),
     "signalr": OutcomeRules("SIGR-CLIENT-001", "SIGR-CLIENT-002", "SIGR-CLIENT-003", "SIGR-CLIENT-004",
                             "SIGR-CLIENT-005"),
     "vibemq": OutcomeRules("VIBE-CLIENT-002", "VIBE-CLIENT-003", "VIBE-CLIENT-004", "VIBE-CLIENT-005",
@@ -140,9 +142,14 @@ def _signalr_bodies(frame):
     return []
 
 
+def _mm2_bodies(frame):
+    from wirecheck.reference_impl.micromessage2.codec import Message
+    return [frame.payload] if isinstance(frame, Message) else []
+
+
 #: protocol -> frame -> the message bodies it delivers (protocols without one: not judged yet)
 _EXTRACTORS = {"blipmq": _blipmq_bodies, "rabbitmq-stream": _rmqs_bodies, "vibemq": _vibemq_bodies,
-               "signalr": _signalr_bodies}
+               "signalr": _signalr_bodies, "micromessage2": _mm2_bodies}
 
 
 def judge(run: DriverRun, expect: str, acted: bool, delivered: Counter, rules: OutcomeRules,

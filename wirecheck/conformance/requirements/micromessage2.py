@@ -11,6 +11,9 @@ from . import Requirement as R
 _NOTES = "SPEC_NOTES"
 _CLIENT = "client behaviour: a server-facing suite cannot observe it (tested on the reference client)"
 
+_CLIENT_OUTCOME = ("client behaviour: a server-facing suite cannot observe it; "
+                   "check-client judges it")
+
 REQUIREMENTS = (
     # --- Handshake ----------------------------------------------------------------------------
     R("MM2-HS-001", "Handshake", "MUST",
@@ -282,4 +285,36 @@ REQUIREMENTS = (
       quote="it should send an ERROR frame and then disconnect.",
       level_note="the document says so only of a version mismatch; that the server also ends the "
                  "connection after a client's ERROR is the kit's reading, graded SHOULD"),
+    # What happens to a client library under the kit's scenarios (wirecheck check-client,
+    # conformance/client_suite.py): its driver's outcome, not its bytes.
+    R("MM2-CLIENT-001", "Client outcomes", "SHOULD",
+      "a client completes its workload when the server's bytes come split, joined or late, and "
+      "whatever frame form the server chooses (LARGE_PAYLOAD, CONTINUED pieces)",
+      untestable=_CLIENT_OUTCOME,
+      quote="Message frames can be sent both by the client and the server. However, they are "
+            "always pushed and not pulled. It basically means that both end points should either "
+            "use asynchronous reads or have a dedicated thread for the reading."),
+    R("MM2-CLIENT-002", "Client outcomes", "SHOULD",
+      "an ERROR frame refusing the client's handshake reaches the application as an error (no "
+      "success, no hang)",
+      source="reading", untestable=_CLIENT_OUTCOME,
+      quote="If the server doesn't implement the extensions requested by the client it must send "
+            "and ERROR frame and disconnect directly after.",
+      level_note="the \"must\" is the server's; that the client tells its application is the "
+                 "kit's reading, graded SHOULD"),
+    R("MM2-CLIENT-003", "Client outcomes", "SHOULD",
+      "a connection the server ends is reported to the application, not hung on",
+      source="reading", untestable=_CLIENT_OUTCOME,
+      quote="If the client or the server doesn't speak the lower version it should send an ERROR "
+            "frame and then disconnect.",
+      level_note="the \"should\" is the sender's; that the other side notices the disconnect "
+                 "is the kit's reading"),
+    R("MM2-CLIENT-004", "Client outcomes", "SHOULD",
+      "every MESSAGE reaches the application, once (CONTINUED pieces as one message)",
+      source="reading", untestable=_CLIENT_OUTCOME,
+      quote="Reliable means that it can make sure that all messages are delivered (if you want to)."),
+    R("MM2-CLIENT-005", "Client outcomes", "SHOULD",
+      "legal server behaviour never crashes a client (a signal, an uncaught error)",
+      source="reading", untestable=_CLIENT_OUTCOME,
+      quote="Properties are not required."),
 )
