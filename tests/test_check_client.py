@@ -149,6 +149,16 @@ def test_cli_reports_junit_and_exit_status(tmp_path):
     merged = subprocess.run([sys.executable, "-m", "wirecheck", "report", str(report), "--out", str(html)],
                             capture_output=True, text=True, timeout=120)
     assert merged.returncode == 0 and "BLIP-CLIENT-011" in html.read_text(), merged.stderr
+    # a SHOULD broken passes the run, and fails it under --strict (in the JUnit too)
+    for strict, code in ((False, 0), (True, 1)):
+        junit2 = tmp_path / f"strict-{strict}.xml"
+        run = subprocess.run([sys.executable, "-m", "wirecheck", "check-client", "--protocol", "blipmq",
+                              "--scenario", "error-response", "--count", "3", "--client-command",
+                              planted("ignore-nacks"), "--junitxml", str(junit2)] + (["--strict"] if strict else []),
+                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert run.returncode == code and "error-response: NON-STRICT" in run.stdout, run.stdout + run.stderr
+        outcome_case = next(c for c in ET.parse(junit2).getroot().iter("testcase") if c.get("name") == "outcome")
+        assert (outcome_case.find("failure") is not None) == strict
     # a usage error is one line and exit 2, before any driver runs
     bad = subprocess.run([sys.executable, "-m", "wirecheck", "check-client", "--protocol", "blipmq",
                           "--scenario", "close", "--scenario-option", "close=writes", "--client-command", "x"],

@@ -25,6 +25,8 @@ def add_arguments(s, protocol_arg) -> None:
     s.add_argument("--budget", type=float, default=DEFAULT_BUDGET, metavar="S",
                    help=f"seconds a driver run may take before it is a HANG (default {DEFAULT_BUDGET:g})")
     s.add_argument("--profile", default=None, help="profile the reference broker speaks (default: the document)")
+    s.add_argument("--strict", action="store_true",
+                   help="a SHOULD broken (NON-STRICT) fails the run too, as the suites' --strict")
     s.add_argument("--report", default=None, metavar="FILE",
                    help="the result file (.json), HTML report (.html) or directory")
     s.add_argument("--junitxml", default=None, metavar="FILE", help="JUnit XML file")
@@ -85,8 +87,10 @@ def main(args) -> int:
         runs.append({"scenario": name, "acted": doc["acted"], **doc["driver"]})
     doc = summarise({"kind": "client-check", "started": started, "finished": time.time(),
                      "target": ["127.0.0.1", 0], "label": args.label or f"{spec.id} client: {args.client_command}",
-                     "profile": args.profile, "strict": False, "scenario": ",".join(chosen),
+                     "profile": args.profile, "strict": args.strict, "scenario": ",".join(chosen),
                      "connections": connections, "driver_runs": runs, "tests": tests}, spec)
+    if args.strict and doc["exitstatus"] == EXIT_OK and any(t["verdict"] == verdicts.NON_STRICT for t in tests):
+        doc["exitstatus"] = EXIT_FAIL
     counts = doc["summary"][spec.id]["counts"]
     print(f"{len(chosen)} scenario(s): " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
           + f"; exit {doc['exitstatus']}")
@@ -110,11 +114,12 @@ _SKIP = (verdicts.NOT_RUN, verdicts.SKIPPED, verdicts.UNIMPLEMENTED, verdicts.WA
 def write_junit(doc: dict, path: str) -> None:
     """A result document as JUnit XML: one testcase per test, its requirements and verdict as
     properties (as the suites' JUnit carries them), FAIL/CRASH/HANG as failures, a
-    HARNESS-ERROR as an error, NOT-RUN as skipped; NON-STRICT passes (as without --strict)."""
+    HARNESS-ERROR as an error, NOT-RUN as skipped; NON-STRICT passes, but under --strict fails."""
     tests = doc["tests"]
+    failure = _FAILURE + ((verdicts.NON_STRICT,) if doc.get("strict") else ())
     suite = ET.Element("testsuite", name=f"wirecheck check-client {doc.get('label', '')}".strip(),
                        tests=str(len(tests)),
-                       failures=str(sum(t["verdict"] in _FAILURE for t in tests)),
+                       failures=str(sum(t["verdict"] in failure for t in tests)),
                        errors=str(sum(t["verdict"] == verdicts.HARNESS_ERROR for t in tests)),
                        skipped=str(sum(t["verdict"] in _SKIP for t in tests)),
                        time=f"{doc['finished'] - doc['started']:.3f}")
@@ -126,7 +131,7 @@ def write_junit(doc: dict, path: str) -> None:
         ET.SubElement(props, "property", name="requirements", value=" ".join(t["requirements"]))
         ET.SubElement(props, "property", name="verdict", value=t["verdict"])
         first = t["message"].splitlines()[0] if t["message"] else t["verdict"]
-        if t["verdict"] in _FAILURE:
+        if t["verdict"] in failure:
             ET.SubElement(case, "failure", message=f"{t['verdict']}: {first}").text = t["message"]
         elif t["verdict"] == verdicts.HARNESS_ERROR:
             ET.SubElement(case, "error", message=first).text = t["message"]
