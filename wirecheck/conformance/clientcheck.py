@@ -260,7 +260,7 @@ class ClientChecker:
                 lvl = cat[rid].level if rid in cat else "MUST"
                 verdict = verdicts.FAIL if lvl == "MUST" else verdicts.NON_STRICT
                 tests.append({**base, "nodeid": f"clients::#{number} {name}::{rid}", "requirements": [rid],
-                              "verdict": verdict, "message": _messages(found) + f"\nthe client: {outcome} "
+                              "verdict": verdict, "message": _messages(found) + f"\nthe client, guessed from the wire: {outcome} "
                               f"({behaviour})" + scripted, "wire": wire})
             for rid, found in sorted(server_broken.items()):
                 tests.append({**base, "nodeid": f"clients::#{number} {name}::server {rid}", "requirements": [],
@@ -270,7 +270,7 @@ class ClientChecker:
             if kept:
                 tests.append({**base, "nodeid": f"clients::#{number} {name}", "requirements": kept,
                               "verdict": verdicts.PASS, "message": f"{len(kept)} requirement(s) exercised, "
-                              f"none broken; {outcome}: {behaviour}" + scripted, "wire": []})
+                              f"none broken; guessed from the wire: {outcome} ({behaviour})" + scripted, "wire": []})
             connections.append({"number": number, "flow": name, "behaviour": behaviour, "outcome": outcome,
                                 "frames_c2s": flow["frames_c2s"], "frames_s2c": flow["frames_s2c"],
                                 "violations": len(violations[name]), "error": flow["error"],
@@ -417,7 +417,7 @@ def print_summary(doc: dict, out) -> None:
     bad = [t for t in doc["tests"] if t["verdict"] != verdicts.PASS]
     for conn in doc["connections"]:
         print(f"#{conn['number']} {conn['flow']}: {conn['frames_c2s']} frame(s) from the client, "
-              f"{conn['violations']} violation(s); {conn['outcome']}: {conn['behaviour']}", file=out)
+              f"{conn['violations']} violation(s); {conn['behaviour']} (a guess: {conn['outcome']})", file=out)
         if conn.get("scenario_actions"):
             print(f"  the scenario: {'; '.join(conn['scenario_actions'])}", file=out)
     for t in bad:
