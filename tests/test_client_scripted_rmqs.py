@@ -11,7 +11,7 @@ import pytest
 
 from wirecheck.conformance.scripted import scenarios_for
 from wirecheck.reference_impl.rabbitmq_stream import codec
-from wirecheck.reference_impl.rabbitmq_stream.constants import Code, OffsetType
+from wirecheck.reference_impl.rabbitmq_stream.constants import Code, Key, OffsetType
 from tests.test_client_check import STEP, _check, _checker, _cope, _run_async, _summary
 
 STREAM = "cc-stream"
@@ -310,3 +310,27 @@ def test_a_malformed_scenario_option_is_refused(capsys):
     assert main(["serve", "--protocol", "rabbitmq-stream", "--check-clients", "--scenario",
                  "heartbeat", "--scenario-option", "interval", "--duration", "1"]) == 2
     assert "KEY=VALUE" in capsys.readouterr().err
+
+
+async def _versions_first(checker) -> dict:
+    client, _ = await _connect(checker)
+    try:
+        versions = await client.exchange_command_versions([(Key.PUBLISH, 1, 2), (Key.DELIVER, 1, 2)])
+        refused = await client.create(STREAM)
+        return {"versions": versions.code, "create": refused.code,
+                "close": (await client.close_connection()).code}
+    finally:
+        await asyncio.wait_for(client.close(), STEP)
+
+
+def test_error_response_refuses_only_an_answer_the_document_lets_fail(tmp_path):
+    """A client whose first request after Open is ExchangeCommandVersions (always answered OK,
+    RMQS-NEW-001): the scenario leaves that answer alone and refuses the next one that may carry
+    the code, so the kit never breaks its own rules (no HARNESS-ERROR); a command option the
+    document does not let fail that way is refused before the run."""
+    from wirecheck.conformance.client_scenarios import shaper_factory
+    doc, out = _cope("rabbitmq-stream", "error-response", _versions_first, tmp_path)
+    assert out["versions"] == Code.OK and out["create"] == Code.ACCESS_REFUSED, out
+    assert doc["connections"][-1]["scenario_actions"] == ["CREATE_RESPONSE code 16"], _summary(doc)
+    with pytest.raises(ValueError, match="does not let EXCHANGE_COMMAND_VERSIONS answer with code 16"):
+        shaper_factory("error-response", {"command": "exchange_command_versions"}, "rabbitmq-stream")

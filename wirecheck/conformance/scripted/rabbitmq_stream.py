@@ -20,7 +20,8 @@
   never subscribes that way sees nothing of this scenario.
 - ``error-response``: the first answer to a valid request after Open (or the first to the
   command named by ``command``, e.g. ``DECLARE_PUBLISHER``) carries response code ``code``
-  (default 16, access refused) instead of OK.
+  (default 16, access refused) instead of OK: only an answer the document lets carry that code
+  (:func:`may_fail_with`; ExchangeCommandVersions, for one, is always OK).
 - ``unknown-fields``: the PeerProperties and Open answers carry server properties no client
   knows ("x-wirecheck-*"); property maps are open-ended, so a client must ignore them.
 - ``server-close``: ``after`` s (default 0.5) after Open, the server closes the connection the
@@ -194,17 +195,42 @@ class ConsumerUpdate(_StreamShaper):
             self.send(frame)
 
 
+def may_fail_with(key: int, code: int) -> bool:
+    """Whether the document lets the answer to a request ``key`` carry ``code``: not a request
+    always answered OK (``MUST_CODE``: PeerProperties, SaslHandshake, Close,
+    ExchangeCommandVersions), and within the code's scope where the "Response Codes" table ties
+    it to some commands (``CODE_SCOPE``). The observer holds the server to the same tables, so a
+    rewritten answer outside them would be the kit's own breach (a HARNESS-ERROR)."""
+    from wirecheck.reference_impl.rabbitmq_stream.observer import CODE_SCOPE, MUST_CODE
+    if key in MUST_CODE or code == Code.OK:
+        return False
+    scope = CODE_SCOPE.get(code)
+    return scope is None or key in scope
+
+
 class ErrorResponse(_StreamShaper):
     name = "error-response"
     client_outcome = "error"
-    summary = "the first answer to a valid request after Open carries an error code"
+    summary = ("the first answer after Open that the document lets fail with the code (option code, "
+               "default 16; option command: which request) carries it")
+
+    def __init__(self, relay, options: dict) -> None:
+        super().__init__(relay, options)
+        self.code = int(options.get("code", Code.ACCESS_REFUSED))
+        wanted = options.get("command")
+        try:
+            self.wanted = Key[str(wanted).upper()] if wanted is not None else None
+        except KeyError:
+            raise ValueError(f"unknown command {wanted!r}") from None
+        if self.wanted is not None and not may_fail_with(self.wanted, self.code):
+            raise ValueError(f"the document does not let {Key(self.wanted).name} answer with code {self.code}")
 
     def on_server(self, frame: bytes, parsed, request) -> None:
-        wanted = self.options.get("command")
+        wanted = self.wanted
         if (self.opened and not self.log and request is not None
                 and getattr(parsed, "code", None) == Code.OK and _code_second(parsed)
-                and (wanted is None or Key[str(wanted).upper()] == request.key)):
-            code = int(self.options.get("code", Code.ACCESS_REFUSED))
+                and (wanted is None or wanted == request.key) and may_fail_with(request.key, self.code)):
+            code = self.code
             # the code field follows the correlation id in every such answer ("Response codes")
             frame = frame[:12] + struct.pack(">H", code) + frame[14:]
             self.note(f"{codec.key_name(parsed.wire_key)} code {code}")
