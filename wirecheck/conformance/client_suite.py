@@ -227,15 +227,16 @@ def run_scenario(spec, scenario: str, command: str, *, options: dict | None = No
         acted = any(getattr(c.shaper, "acted", False) for c in checker.connections.values())
     cat = catalogue(spec.requirements)
     rules = RULES.get(spec.id)
+    expect = getattr(cls, "client_outcome", "either")
     for t in doc["tests"]:
         t["nodeid"] = t["nodeid"].replace("clients::", f"check-client::{scenario}::", 1)
     if rules is None:
         verdict, ids, message = (verdicts.HARNESS_ERROR, [], f"{spec.id} has no client requirements for "
                                  "outcomes yet: the driver's outcome is not judged")
     else:
-        verdict, ids, message = judge(run, getattr(cls, "client_outcome", "either"), acted, delivered, rules,
+        verdict, ids, message = judge(run, expect, acted, delivered, rules,
                                       lambda rid: cat[rid].level if rid in cat else "MUST")
-    detail = [message, f"the scenario: {scenario} ({cls.client_outcome if hasattr(cls, 'client_outcome') else 'either'}"
+    detail = [message, f"the scenario: {scenario} ({expect}"
               f" expected); options {opts or 'none'}", f"the driver: {' '.join(argv)}: {run.describe()}"]
     if delivered or run.received:
         detail.append(f"messages: the server delivered {sum(delivered.values())}, the client handed over "
@@ -247,7 +248,7 @@ def run_scenario(spec, scenario: str, command: str, *, options: dict | None = No
         detail.append(words)
     doc["tests"].insert(0, {"protocol": spec.id, "nodeid": f"check-client::{scenario}::outcome",
                             "requirements": ids, "verdict": verdict, "message": "\n".join(detail),
-                            "expected": cls.client_outcome if hasattr(cls, "client_outcome") else "either",
+                            "expected": expect,
                             "actual": run.outcome, "duration": run.seconds, "transcript": "", "wire": []})
     doc["driver"] = {"argv": argv, "outcome": run.outcome, "returncode": run.returncode, "seconds": run.seconds,
                      "received": sum(run.received.values()), "delivered": sum(delivered.values()),
