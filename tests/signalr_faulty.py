@@ -55,6 +55,18 @@ class IgnoresProtocolErrors(HubSession):
         super()._protocol_error(out, category, message)
 
 
+class ClosesWithoutCloseMessage(HubSession):
+    """Closes on a protocol error without announcing it with a Close message: a SHOULD broken
+    (SIGR-V1-005), no MUST."""
+
+    def _protocol_error(self, out, category, message):
+        if self.phase == "open":
+            self.errors.append((category, message))
+            self._finish()
+            return
+        super()._protocol_error(out, category, message)
+
+
 class StreamsOnAfterCancel(HubSession):
     """Ignores CancelInvocation, and answers no invocation while a stream runs (SIGR-STR-004):
     the stream goes on and the suite's barrier is never answered."""

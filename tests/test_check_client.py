@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -120,6 +121,17 @@ def test_runtime_crash_signatures_and_the_driver_contract(tmp_path):
         ["node", "d.js", "--url", "http://h:1/hub", "5"]
     with pytest.raises(ValueError, match=r"unknown placeholder \{nope\}"):
         command_argv("d {nope}", {"port": 1})
+    # `hung WHAT`: the driver gave up on its library (it never returned): a HANG, not an error
+    gave_up = run_driver([sys.executable, "-c", "print('received msg-0'); print('hung the answer to Create "
+                          "never came within 20 s'); raise SystemExit(1)"], budget=60)
+    assert gave_up.outcome == "hang" and not gave_up.hung and gave_up.hangs
+    assert "its library never returned: the answer to Create" in gave_up.describe()
+    assert run_driver([sys.executable, "-c", "print('hung x')"], budget=60).outcome == "success"   # exit 0 wins
+    # a Node.js crash whose error line is above the last stack lines is named in the evidence
+    node = ran(1, "/x/decoder.js:584\n  throw new Error(`Unknown response ${key}`);\n  ^\n\n"
+                  "Error: Unknown response 22\n" + "".join(f"    at f{i} (x.js:{i})\n" for i in range(14))
+               + "\nNode.js v20.20.2\n")
+    assert node.outcome == "crash" and "the error it names:\n  Error: Unknown response 22" in node.last_words()
     # a driver that floods its output is read to the end, and kept bounded
     flood = run_driver([sys.executable, "-c", "import sys\nfor i in range(200000): print('received msg-%d' % i)"],
                        budget=60)
@@ -164,6 +176,18 @@ def test_cli_reports_junit_and_exit_status(tmp_path):
                           "--scenario", "close", "--scenario-option", "close=writes", "--client-command", "x"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "NAME:KEY=VALUE" in bad.stderr, bad.stderr
+
+
+def test_a_driver_named_by_a_relative_path_runs_from_the_callers_directory(tmp_path):
+    """`python drivers/mine.py ...` as the user typed it, in their working directory."""
+    (tmp_path / "drivers").mkdir()
+    shutil.copy(PLANTED, tmp_path / "drivers" / "mine.py")
+    run = subprocess.run([sys.executable, "-m", "wirecheck", "check-client", "--protocol", "blipmq",
+                          "--scenario", "none", "--count", "2", "--client-command",
+                          f"{sys.executable} drivers/mine.py good {{host}} {{port}} {{count}}"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": ROOT})
+    assert run.returncode == 0 and "none: PASS" in run.stdout, run.stdout + run.stderr
 
 
 #: Scenarios a protocol's standard workload leaves untried (NOT-RUN), and why.

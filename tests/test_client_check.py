@@ -626,3 +626,57 @@ def test_outcomes_told_from_the_server_seat():
     assert cut_then_back.outcome() == "recovered" and cut_then_back.reconnected
     assert came_back.outcome() == "open"
     assert cut_and_gone.outcome() == "surfaced an error"      # a reset after the cut: it noticed
+
+
+def test_client_identities_from_their_first_frames():
+    """What each protocol's client says about itself (conformance/client_identity.py)."""
+    from wirecheck.conformance.client_identity import client_identity
+    from wirecheck.reference_impl.blipmq import codec as blip
+    from wirecheck.reference_impl.micromessage2 import codec as mm2
+    from wirecheck.reference_impl.rabbitmq_stream import codec as rmqs
+    from wirecheck.reference_impl.rabbitmq_stream.requests import PeerProperties
+    from wirecheck.reference_impl.vibemq import codec as vibe
+    from wirecheck.reference_impl.vibemq.constants import CommandType
+
+    def ident(proto, data):
+        return client_identity(registry.get(proto), data)
+    props = rmqs.encode(PeerProperties(1, {"product": "app-a", "connection_name": "orders"}))
+    assert ident("rabbitmq-stream", props) == "properties connection_name=orders, product=app-a"
+    # byte by byte it is the same once whole; cut short it is unknown, not wrong
+    assert ident("rabbitmq-stream", props[:7]) is None
+    connect = vibe.encode(vibe.Message(CommandType.CONNECT, "c1", headers={"authPassword": "secret",
+                                                                           "clientVersion": "2.0"}))
+    named = ident("vibemq", connect)
+    assert named == "connect headers clientVersion=2.0" and "secret" not in named
+    hs = mm2.encode_handshake(mm2.Handshake("sensor-7"))
+    assert ident("micromessage2", hs) == "identity 'sensor-7'"
+    auth = blip.encode(blip.Hello(1)) + blip.encode(blip.Auth(2, "key-one"))
+    named = ident("blipmq", auth)
+    assert named.startswith("api key sha256:") and "key-one" not in named
+    assert named != ident("blipmq", blip.encode(blip.Hello(1)) + blip.encode(blip.Auth(2, "key-two")))
+    assert ident("signalr", b'{"protocol":"json","version":1}\x1e') is None     # order only
+    assert ident("rabbitmq-stream", b"\xff" * 64) is None                      # garbage: unknown
+
+
+def test_a_reconnect_is_the_same_clients():
+    """A connection that names another client is not the cut client's reconnect, however soon
+    it comes; an unnamed one still is (order), and a named match wins over an earlier unnamed."""
+    from wirecheck.conformance.clientcheck import Connection, mark_reconnects
+
+    def conn(number, opened, identity=None, cut=False, **ends):
+        c = Connection(number, f"127.0.0.1:{4000 + number}", opened, cut=cut, identity=identity)
+        c.ends.update({d: tuple(v) for d, v in ends.items()})
+        return c
+    cut_a = conn(1, 0.0, "app-a", cut=True, s2c=(1.0, "fin"), c2s=(1.1, "fin"))
+    other_b = conn(2, 1.5, "app-b")
+    unnamed = conn(3, 2.0)
+    mark_reconnects([cut_a, other_b, unnamed])
+    assert cut_a.reconnected                                   # by order, through the unnamed one
+    cut_a2 = conn(1, 0.0, "app-a", cut=True, s2c=(1.0, "fin"), c2s=(1.1, "fin"))
+    mark_reconnects([cut_a2, conn(2, 1.5, "app-b")])
+    assert not cut_a2.reconnected and cut_a2.outcome() == "surfaced an error"
+    cut_a3 = conn(1, 0.0, "app-a", cut=True, s2c=(1.0, "fin"), c2s=(1.1, "fin"))
+    cut_b3 = conn(2, 0.0, "app-b", cut=True, s2c=(1.0, "fin"), c2s=(1.1, "fin"))
+    unnamed3, back_a = conn(3, 1.2), conn(4, 1.4, "app-a")
+    mark_reconnects([cut_a3, cut_b3, unnamed3, back_a])
+    assert cut_a3.reconnected and cut_b3.reconnected          # a took its own; b the unnamed one

@@ -5,6 +5,7 @@ the client's answers are right.
 """
 from __future__ import annotations
 
+import sys
 import asyncio
 
 import pytest
@@ -334,3 +335,20 @@ def test_error_response_refuses_only_an_answer_the_document_lets_fail(tmp_path):
     assert doc["connections"][-1]["scenario_actions"] == ["CREATE_RESPONSE code 16"], _summary(doc)
     with pytest.raises(ValueError, match="does not let EXCHANGE_COMMAND_VERSIONS answer with code 16"):
         shaper_factory("error-response", {"command": "exchange_command_versions"}, "rabbitmq-stream")
+
+
+def test_a_refused_subscribe_gets_no_deliveries(tmp_path):
+    """error-response on Subscribe: the broker behind the scenario accepted the subscription and
+    delivers to it; the client, refused, must see none of that (a Deliver for a subscription it
+    was refused would be the kit's own breach of RMQS-CREDIT-001, a HARNESS-ERROR): the
+    scenario drops those Delivers and says so, and the run is judged clean."""
+    from wirecheck.conformance.client_suite import run_scenario
+    from wirecheck.reference_impl.core import registry
+    command = f"{sys.executable} -m wirecheck.conformance.drivers.rabbitmq_stream {{host}} {{port}} {{count}}"
+    doc = run_scenario(registry.get("rabbitmq-stream"), "error-response", command,
+                       options={"command": "SUBSCRIBE"}, count=3, workdir=str(tmp_path))
+    got = {t["nodeid"]: t["verdict"] for t in doc["tests"]}
+    assert "HARNESS-ERROR" not in got.values() and doc["exitstatus"] == 0, got
+    actions = [a for c in doc["connections"] for a in c["scenario_actions"]]
+    assert "SUBSCRIBE_RESPONSE code 16" in actions, actions
+    assert any(a.startswith("Deliver to refused subscription") for a in actions), actions

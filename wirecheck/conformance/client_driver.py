@@ -10,7 +10,10 @@ and prints on stdout, one per line:
 
 - ``received ID``: each workload message its library handed to it (``ID`` as the workload
   published it), once per hand-over, so that a loss or a duplicate shows;
-- ``error TEXT``: the error its library reported (then it exits non-zero).
+- ``error TEXT``: the error its library reported (then it exits non-zero);
+- ``hung TEXT``: its library never returned from a call, nor called back, within the driver's
+  own bound (then it exits non-zero): what an application would wait on for ever. The run is a
+  HANG, as one the kit had to end itself.
 
 Other lines are ignored. The kit reads at most :data:`OUTPUT_BYTES` of each stream (a driver
 that floods its output cannot fill the memory).
@@ -34,6 +37,11 @@ KILL_GRACE = 2.0
 #: The driver's lines the kit reads.
 RECEIVED_LINE = re.compile(r"^received (\S+)\s*$")
 ERROR_LINE = re.compile(r"^error\b[:\s]*(.*)$")
+HUNG_LINE = re.compile(r"^hung\b[:\s]*(.*)$")
+#: A line of a runtime's error output that names the error ("Error: Unknown response 22",
+#: "ValueError: ...", "panicked at", "Exception in thread").
+ERROR_NAMED = re.compile(r"^\s*(?:[\w.$]*(?:Error|Exception)\b[:(]|Uncaught |panic: |thread '[^']*' panicked"
+                         r"|Exception in thread )")
 
 #: How each runtime dies of an uncaught error, as its exit status and last words on stderr
 #: (docs/start/clients.md lists them): named in the CRASH of a driver that exited non-zero
@@ -68,6 +76,8 @@ class DriverRun:
     stderr: str = ""
     received: Counter = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
+    #: ``hung`` lines: what the library never returned from (the driver gave up waiting).
+    hangs: list[str] = field(default_factory=list)
 
     @property
     def signal(self) -> int | None:
@@ -96,6 +106,8 @@ class DriverRun:
             return SUCCESS
         if self.signal is not None:
             return CRASH
+        if self.hangs:
+            return HANG
         # A driver that named an error caught it and exited: a library may log a traceback of
         # its own (a background task's) and still raise the error to its application.
         if self.errors:
@@ -106,6 +118,8 @@ class DriverRun:
         """One line: how the driver ended."""
         if self.hung:
             return f"no exit within {self.seconds:.0f} s: killed by the kit"
+        if self.hangs and self.returncode and self.signal is None:
+            return f"exit {self.returncode} after {self.seconds:.1f} s: its library never returned: {self.hangs[0]}"
         if self.returncode == 0:
             return f"exit 0 after {self.seconds:.1f} s"
         sig = self.signal
@@ -122,10 +136,17 @@ class DriverRun:
         return f"exit {self.returncode} after {self.seconds:.1f} s: error {self.errors[0]}"
 
     def last_words(self, lines: int = 12) -> str:
-        """The end of what it printed, both streams."""
+        """The end of what it printed, both streams; and, when stderr's end does not name the
+        error (Node.js prints the error first and its stack after it), the first line of stderr
+        that does."""
         out = []
         for name, text in (("stdout", self.stdout), ("stderr", self.stderr)):
-            tail = text.rstrip().splitlines()[-lines:]
+            all_lines = text.rstrip().splitlines()
+            tail = all_lines[-lines:]
+            if name == "stderr" and len(all_lines) > lines and not any(ERROR_NAMED.search(x) for x in tail):
+                first = next((x for x in all_lines[:-lines] if ERROR_NAMED.search(x)), None)
+                if first is not None:
+                    out.append(f"stderr, the error it names:\n  {first}")
             if tail:
                 out.append(f"{name}:\n" + "\n".join(f"  {line}" for line in tail))
         return "\n".join(out)
@@ -198,6 +219,10 @@ def run_driver(argv: list[str], budget: float, env: dict | None = None, cwd: str
         m = ERROR_LINE.match(line)
         if m:
             run.errors.append(m.group(1).strip() or "(no text)")
+            continue
+        m = HUNG_LINE.match(line)
+        if m:
+            run.hangs.append(m.group(1).strip() or "(no text)")
     return run
 
 

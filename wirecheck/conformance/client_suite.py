@@ -220,7 +220,9 @@ def run_scenario(spec, scenario: str, command: str, *, options: dict | None = No
                       "raw_port": checker.raw_port if checker.raw_port is not None else ""}
             argv = command_argv(command, values)
             env = {f"WIRECHECK_{k.upper()}": str(v) for k, v in values.items()}
-            run = run_driver(argv, budget, env=env, cwd=tmp)
+            # the caller's working directory: a driver named by a relative path (as the docs show
+            # `python examples/check-client/rstream_driver.py`) is found where the user typed it
+            run = run_driver(argv, budget, env=env)
         doc = checker.result_document(f"{spec.id} client under {scenario}")
         ports = [relay.port for relay in checker.relays]
         delivered = delivered_messages(spec, checker.capture_path, ports)

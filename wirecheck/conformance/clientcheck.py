@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from wirecheck.conformance import verdicts
 from wirecheck.conformance.capture import CaptureFile, relay_broker
+from wirecheck.conformance.client_identity import client_identity
 from wirecheck.conformance.client_scenarios import shaper_factory
 from wirecheck.conformance.tcpflows import endpoint
 
@@ -41,7 +42,9 @@ ACTIONS_SHOWN = 20
 RECOVERED, SURFACED, HUNG, CRASHED, OPEN = "recovered", "surfaced an error", "hung", "crashed", "open"
 OUTCOMES = (RECOVERED, SURFACED, HUNG, CRASHED, OPEN)
 #: Seconds after a scripted close within which a new connection counts as the client's
-#: reconnect (connections are told apart by order only: the clients share loopback).
+#: reconnect: one of the same client (conformance/client_identity.py: what it says about itself
+#: in its first frames), or, where the protocol or the client says nothing, the next by order
+#: (the clients share loopback: their addresses tell nothing).
 RECONNECT_WINDOW = 5.0
 
 
@@ -60,6 +63,11 @@ class Connection:
     reconnected: bool = False
     #: The relay's scenario (its ``log`` says what a protocol-level scenario did), or None.
     shaper: object = None
+    #: Who the client said it is (client_identity.py), None where unknown (set by the checker).
+    identity: str | None = None
+
+    def client_bytes(self) -> bytes:
+        return b"".join(data for _, direction, data in self.chunks if direction == "c2s")
 
     def scenario_actions(self) -> list[str]:
         """What the scenario did on this connection, repeats collapsed ("Heartbeat x12")."""
@@ -123,15 +131,20 @@ class Connection:
 
 def mark_reconnects(connections) -> None:
     """Mark each connection the scenario cut that was followed, within RECONNECT_WINDOW, by a
-    connection opened after the cut and not yet counted as another's reconnect."""
+    connection of the same client opened after the cut and not yet counted as another's
+    reconnect: the same identity first; where either identity is unknown, the next by order; a
+    connection that named another client never."""
     conns = sorted(connections, key=lambda c: c.opened)
     taken: set[int] = set()
     for conn in conns:
         if not conn.cut or "s2c" not in conn.ends:
             continue
         at = conn.ends["s2c"][0]
-        later = next((c for c in conns if at <= c.opened <= at + RECONNECT_WINDOW
-                      and c.number not in taken and c is not conn), None)
+        candidates = [c for c in conns if at <= c.opened <= at + RECONNECT_WINDOW
+                      and c.number not in taken and c is not conn
+                      and (c.identity is None or conn.identity is None or c.identity == conn.identity)]
+        later = next((c for c in candidates if conn.identity is not None and c.identity == conn.identity),
+                     candidates[0] if candidates else None)
         if later is not None:
             taken.add(later.number)
             conn.reconnected = True
@@ -230,6 +243,8 @@ class ClientChecker:
         from wirecheck.conformance.requirements import catalogue
         tables = self.analyze()
         cat = catalogue(self.spec.requirements)
+        for conn in self.connections.values():
+            conn.identity = client_identity(self.spec, conn.client_bytes(), self.profile)
         mark_reconnects(self.connections.values())
         observer = self.spec.make_observer(self.profile)
         by_client = {c.client: c for c in self.connections.values()}
@@ -271,7 +286,8 @@ class ClientChecker:
                 tests.append({**base, "nodeid": f"clients::#{number} {name}", "requirements": kept,
                               "verdict": verdicts.PASS, "message": f"{len(kept)} requirement(s) exercised, "
                               f"none broken; guessed from the wire: {outcome} ({behaviour})" + scripted, "wire": []})
-            connections.append({"number": number, "flow": name, "behaviour": behaviour, "outcome": outcome,
+            connections.append({"number": number, "flow": name, "identity": conn.identity if conn else None,
+                                "behaviour": behaviour, "outcome": outcome,
                                 "frames_c2s": flow["frames_c2s"], "frames_s2c": flow["frames_s2c"],
                                 "violations": len(violations[name]), "error": flow["error"],
                                 "scenario_actions": actions})

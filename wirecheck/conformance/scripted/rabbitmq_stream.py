@@ -224,17 +224,30 @@ class ErrorResponse(_StreamShaper):
             raise ValueError(f"unknown command {wanted!r}") from None
         if self.wanted is not None and not may_fail_with(self.wanted, self.code):
             raise ValueError(f"the document does not let {Key(self.wanted).name} answer with code {self.code}")
+        #: Subscriptions whose Subscribe the scenario refused: the broker behind it accepted them
+        #: and delivers to them; the client must not see that (a Deliver for a subscription it
+        #: was refused would be the kit's own breach of RMQS-CREDIT-001).
+        self.refused: set[int] = set()
 
     def on_server(self, frame: bytes, parsed, request) -> None:
         wanted = self.wanted
-        if (self.opened and not self.log and request is not None
+        if isinstance(parsed, codec.Deliver) and parsed.subscription_id in self.refused:
+            self.note(f"Deliver to refused subscription {parsed.subscription_id} dropped", acted=False)
+            return
+        if (self.opened and not self.rewritten and request is not None
                 and getattr(parsed, "code", None) == Code.OK and _code_second(parsed)
                 and (wanted is None or wanted == request.key) and may_fail_with(request.key, self.code)):
             code = self.code
             # the code field follows the correlation id in every such answer ("Response codes")
             frame = frame[:12] + struct.pack(">H", code) + frame[14:]
             self.note(f"{codec.key_name(parsed.wire_key)} code {code}")
+            if isinstance(request, codec.Subscribe):
+                self.refused.add(request.subscription_id)
         self.send(frame)
+
+    @property
+    def rewritten(self) -> bool:
+        return any(" code " in what for _, what in self.log)
 
 
 class UnknownFields(_StreamShaper):
