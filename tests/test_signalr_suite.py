@@ -34,8 +34,12 @@ def test_suite_passes_over_raw_tcp(tmp_path, profile):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     doc = json.loads((tmp_path / "r.json").read_text())
     verdicts = {t["verdict"] for t in doc["tests"]}
-    assert verdicts <= {"PASS", "SKIPPED", "UNIMPLEMENTED"}, verdicts
+    assert verdicts <= {"PASS", "SKIPPED", "UNIMPLEMENTED", "INFORMATIONAL"}, verdicts
     assert doc["summary"]["signalr"]["counts"]["PASS"] > 150
+    # v1 reports what the hub does with a Target differing in case (ASP.NET Core ignores case);
+    # the draft holds it to the document's "Target is case-sensitive"
+    case = {t["verdict"] for t in doc["tests"] if "test_target_is_case_sensitive" in t["nodeid"]}
+    assert case == ({"INFORMATIONAL"} if profile == "v1" else {"PASS"}), case
 
 
 @pytest.mark.parametrize("session_class,selection,requirement", [

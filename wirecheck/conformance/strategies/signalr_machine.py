@@ -224,6 +224,9 @@ class HubMachine(RuleBasedStateMachine):
         super().__init__()
         self.driver = driver if driver is not None else self.make_driver()
         self.draft = self.driver.profile == "draft"
+        # whether the hub may match a Target without case (the profile's target_case_ignored)
+        sig = getattr(self.driver, "sig", None)
+        self.case_ignored = sig.has("target_case_ignored") if sig is not None else not self.draft
         self._ids = itertools.count(1)
         self.remembered = None
         self.finished: list[str] = []           # ids whose Completion came (reusable in v1)
@@ -307,6 +310,8 @@ class HubMachine(RuleBasedStateMachine):
 
     @rule(name=st.sampled_from(["echo", "NoSuch", "add"]))
     def unknown_method(self, name):
+        if self.case_ignored and name != "NoSuch":
+            name = "No" + name          # v1 may dispatch "echo" to Echo (SIGR-INV-002 is read so)
         iid = self.new_id()
         self.expect([Invocation(name, ["x"], iid)], [Completion.with_error(iid, f"Unknown hub method '{name}'")])
 

@@ -43,13 +43,15 @@ SPEC = registry.register(registry.ProtocolSpec(
     suite="wirecheck.conformance.suites.signalr",
     profiles={
         # Today's protocol (SPEC_NOTES.md): what @microsoft/signalr, pysignalr and signalrcore speak.
+        # target_case_ignored: ASP.NET Core's hub dispatcher looks the Target up without case
+        # (docs/protocols/signalr.md, "How the kit reads the document"): v1 accepts either.
         "v1": {"timing": dict(_TIMING),
                "features": {"handshake_response": True, "ping": True, "stream_invocation": True,
-                            "client_streams": True, "headers": True}},
+                            "client_streams": True, "headers": True, "target_case_ignored": True}},
         # The document as written: no handshake answer, StreamCompletion, nonblocking flag.
         "draft": {"timing": dict(_TIMING),
                   "features": {"handshake_response": False, "ping": False, "stream_invocation": False,
-                               "client_streams": False, "headers": False}},
+                               "client_streams": False, "headers": False, "target_case_ignored": False}},
     },
     default_profile="v1",
     extra_ports=(DEFAULT_PORT + 1,),           # the raw TCP transport
