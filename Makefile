@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: captures install real-peers signalr-clients browser tshark java spark allure-cli report-allure run demo test bench soak fuzz fuzz-smoke docs screenshots clean
+.PHONY: captures install real-peers signalr-clients clients matrix browser tshark java spark allure-cli report-allure run demo test bench soak fuzz fuzz-smoke docs screenshots clean
 
 install: $(STAMP)
 
@@ -38,6 +38,29 @@ signalr-clients: $(SIGNALR_JS)/node_modules/.installed
 $(SIGNALR_JS)/node_modules/.installed: $(SIGNALR_JS)/package.json $(SIGNALR_JS)/package-lock.json
 	cd $(SIGNALR_JS) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
+
+# The real client libraries of examples/check-client/ (the matrix's clients): the Python ones
+# pinned by its requirements.txt into .venv-clients, apart from the kit, as an application has
+# them; the npm ones pinned by its package-lock.json. Re-installed only when those change.
+CLIENTS_VENV := .venv-clients
+CLIENTS_JS   := examples/check-client
+clients: $(CLIENTS_VENV)/.installed $(CLIENTS_JS)/node_modules/.installed
+
+$(CLIENTS_VENV)/.installed: $(CLIENTS_JS)/requirements.txt
+	test -x $(CLIENTS_VENV)/bin/python || $(PYTHON) -m venv $(CLIENTS_VENV)
+	$(CLIENTS_VENV)/bin/python -m pip install --quiet -r $(CLIENTS_JS)/requirements.txt
+	touch $@
+
+$(CLIENTS_JS)/node_modules/.installed: $(CLIENTS_JS)/package.json $(CLIENTS_JS)/package-lock.json
+	cd $(CLIENTS_JS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# The conformance matrix of real implementations (tools/matrix.py): the server suite against
+# RabbitMQ 3.10.8 and aiosignalr's hub, check-client with the drivers of examples/check-client/
+# against the real clients; reports/matrix/index.html and matrix.json. Not part of `make test`
+# (tests/test_matrix.py runs one server and two clients of it).
+matrix: install real-peers clients
+	$(PY) tools/matrix.py --out reports/matrix
 
 # Headless Chromium for the report test (tests/test_reports.py opens index.html in it).
 browser:

@@ -1,11 +1,14 @@
 """The RabbitMQ Stream black-box suite against a real RabbitMQ 3.10.8 with the profile that
-describes it (``rabbitmq-3.10``): the kit's reading of the protocol must hold for the real
-server, where it differs from the document only through the profile (features and waivers,
-wirecheck/reference_impl/rabbitmq_stream/__init__.py)."""
+describes it (``rabbitmq-3.10``), as part of the matrix of real implementations (tools/matrix.py,
+with two real clients): the kit's reading of the protocol must hold for the real server, where
+it differs from the document only through the profile (features and waivers,
+wirecheck/reference_impl/rabbitmq_stream/__init__.py). Real captures replayed against it, and
+the crash-recovery tests with the kit running the node."""
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -27,16 +30,28 @@ def rabbitmq():
         yield server
 
 
-def test_suite_passes_against_real_rabbitmq_310(rabbitmq, tmp_path):
-    report = tmp_path / "rmqs-real.json"
-    cmd = [sys.executable, "-m", "wirecheck", "check", "--protocol", "rabbitmq-stream",
-           "--target", f"{rabbitmq.host}:{rabbitmq.stream_port}", "--profile", "rabbitmq-3.10",
-           "-n", "2", "--report", str(report)]
-    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+def test_the_matrix_with_real_rabbitmq_and_two_real_clients(rabbitmq, tmp_path):
+    """`make matrix`'s part in `make test` (tools/matrix.py): the server suite against the real
+    RabbitMQ 3.10.8 with the profile that describes it, where the kit's reading of the protocol
+    must hold (it differs from the document only through the profile: features and waivers,
+    wirecheck/reference_impl/rabbitmq_stream/__init__.py); and check-client with the drivers of
+    examples/check-client/ against two real clients, rstream and rbfly, whose known bugs appear
+    with their evidence: neither answers the server's Close (RMQS-CLOSE-003), and rbfly, cut
+    during its handshake, reconnects every 30 s without telling its application (a HANG)."""
+    from tools.matrix_page import matrix_page
+    out = tmp_path / "matrix"
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "matrix.py"), "--out", str(out), "--python", sys.executable,
+           "--only", "RabbitMQ", "--only", "rstream", "--only", "rbfly",
+           "--target", f"RabbitMQ={rabbitmq.host}:{rabbitmq.stream_port}"]
+    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-6000:]
-    assert " 0 failed, 0 crash, 0 timeout" in result.stdout, output[-6000:]
-    tests = json.loads(report.read_text())["tests"]
+    doc = json.loads((out / "matrix.json").read_text())
+    versions = {e["name"]: e.get("version") for e in doc["implementations"]}
+    assert versions == {"RabbitMQ": "3.10.8", "rstream": "1.1.1", "rbfly": "0.10.0"}, doc["implementations"]
+
+    # the server: the suite as the real RabbitMQ needs it
+    tests = json.loads((out / "results" / "RabbitMQ.json").read_text())["tests"]
     bad = [(t["nodeid"], t["verdict"], t["message"]) for t in tests
            if t["verdict"] in ("FAIL", "TIMEOUT", "HARNESS-ERROR")]
     assert not bad, bad
@@ -47,6 +62,32 @@ def test_suite_passes_against_real_rabbitmq_310(rabbitmq, tmp_path):
     passed = sum(t["verdict"] == "PASS" for t in tests)
     assert passed >= 150, f"only {passed} tests passed"
     assert any(t["verdict"] == "UNIMPLEMENTED" and "test_newer_commands" in t["nodeid"] for t in tests)
+    assert not any(p["implementation"].startswith("RabbitMQ") for p in doc["problems"]), doc["problems"]
+
+    # the clients, by scenario
+    clients = doc["clients"]["rabbitmq-stream"]
+    for name in ("rstream 1.1.1", "rbfly 0.10.0"):
+        for transparent in ("none", "split", "coalesce", "unknown-fields"):
+            assert clients[transparent][name]["verdict"] == "PASS", (transparent, name, clients[transparent][name])
+        assert clients["error-response"][name]["verdict"] == "PASS", clients["error-response"][name]
+        assert clients["consumer-update"][name]["verdict"] == "NOT-RUN"
+        cell = clients["server-close"][name]
+        assert cell["verdict"] == "FAIL" and "RMQS-CLOSE-003" in cell["requirements"], cell
+    assert clients["close"]["rbfly 0.10.0"]["verdict"] == "HANG", clients["close"]["rbfly 0.10.0"]
+    problems = {(p["implementation"], p["requirement"]): p for p in doc["problems"]}
+    for name in ("rstream 1.1.1", "rbfly 0.10.0"):
+        bug = problems[(name, "RMQS-CLOSE-003")]
+        assert bug["level"] == "MUST" and bug["sentence"] and re.search(r"(did not answer|without answering) the server's Close", bug["evidence"]), bug
+    hang = next(p for (impl, _), p in problems.items() if impl == "rbfly 0.10.0" and p["verdict"] == "HANG")
+    assert "never came" in hang["evidence"] and "check-client::close::outcome" in hang["cases"], hang
+
+    # the report's page and the documentation's, from the same matrix
+    assert "Clients &times; scenarios" in (out / "index.html").read_text()
+    recorded = tmp_path / "recorded"
+    recorded.mkdir()
+    (recorded / "2026-01-01.json").write_text((out / "matrix.json").read_text())
+    page = matrix_page(recorded)
+    assert "| server-close |" in page and "**rbfly 0.10.0**: [RMQS-CLOSE-003](requirements/rabbitmq-stream.md#rmqs-close-003)" in page
 
 
 @pytest.mark.parametrize("capture", ["rabbitmq-stream-rstream.pcap",

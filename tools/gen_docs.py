@@ -13,6 +13,8 @@ Pages (paths inside docs/; none of them is a file in the repository):
 - ``benchmark-results.md``: the benchmark tables, from the newest run recorded under
   ``benchmarks/recorded/`` and, when this checkout has one, ``reports/bench.json`` (the latest
   ``make bench`` here, git-ignored).
+- ``matrix.md``: the real implementations' matrix, from the newest ``matrix/recorded/*.json``
+  (tools/matrix_page.py).
 
 ``mkdocs.yml`` names this file under ``hooks:``; MkDocs calls :func:`on_files`, which adds the
 pages as generated files, so they are made from the code of the build and never go stale.
@@ -383,7 +385,8 @@ def pages() -> dict[str, str]:
     """docs-relative path -> Markdown of every generated page."""
     _repo_on_path()
     from wirecheck.reference_impl.core import registry
-    out = {"cli.md": cli_page(), "benchmark-results.md": bench_page()}
+    from tools.matrix_page import matrix_page
+    out = {"cli.md": cli_page(), "benchmark-results.md": bench_page(), "matrix.md": matrix_page()}
     for spec in registry.all_protocols():
         out[f"requirements/{spec.id}.md"] = requirement_page(spec)
     return out

@@ -2,7 +2,8 @@
 filter script are inline).
 
 Layout: the runs; a summary per protocol and run (verdict counts, MUST/SHOULD coverage,
-conformant or not); with several runs, a matrix of requirements x implementations; per
+conformant or not); with several server runs, a matrix of requirements x implementations; with
+``wirecheck check-client`` runs, one of scenarios x clients (conformance/report_matrix.py); per
 protocol, the requirement catalogue as the table of contents, a verdict per requirement, each
 linking to its cases and to its entry in the documentation site (:func:`docs_url`); per case that did not pass, the requirement text, what was expected,
 what happened, and the wire transcript (time, direction, decoded frame, hex; both
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from wirecheck.conformance import causes, verdicts
 from wirecheck.conformance.report_captures import captures
+from wirecheck.conformance.report_matrix import client_matrix_html, is_client_run
 from wirecheck.conformance.report_text import anchor as _anchor
 from wirecheck.conformance.report_text import escape as _e
 from wirecheck.conformance.report_text import number as _num
@@ -147,8 +149,10 @@ def render(runs: list[Run], title: str = "wirecheck compliance report", campaign
            _filters(protocols), "<main>"]
     if runs or not (campaigns or analyses):
         out += [_runs_table(runs), _summary(runs, protocols)]
-    if len(runs) > 1:
-        out.append(_matrix(runs, protocols, docs))
+    servers = [r for r in runs if not is_client_run(r)]
+    if len(servers) > 1:
+        out.append(_matrix(servers, sorted({p for r in servers for p in r.protocols}), docs))
+    out.append(client_matrix_html(runs, _badge))
     if campaigns:
         out.append(_fuzzing(campaigns))
     if analyses:

@@ -1,0 +1,59 @@
+"""The matrix of implementations (conformance/report_matrix.py, tools/matrix_page.py) from result
+files: a client's cell is the worse of its outcome and its wire rules, a problem line carries
+the requirement's sentence and the case's evidence, and the report and the docs page show them."""
+from __future__ import annotations
+
+import json
+
+from wirecheck.conformance.report_html import render
+from wirecheck.conformance.report_matrix import cell_verdict, client_cells, matrix_document
+from wirecheck.conformance.results import Run
+
+CATALOGUE = {"RMQS-CLOSE-003": {"level": "MUST", "summary": "the client answers the server's Close",
+                                "quote": "Close Client & Server 22 Yes", "source": "document"},
+             "RMQS-CLIENT-001": {"level": "SHOULD", "summary": "completes under a transparent scenario"}}
+
+
+def client_run(label: str, cases: list[tuple[str, str, list[str], str]]) -> Run:
+    tests = [{"protocol": "rabbitmq-stream", "nodeid": nodeid, "verdict": verdict, "requirements": ids,
+              "message": message} for nodeid, verdict, ids, message in cases]
+    doc = {"kind": "client-check", "label": label, "tests": tests,
+           "summary": {"rabbitmq-stream": {"catalogue": CATALOGUE, "counts": {}}}}
+    return Run(label, f"{label}.json", doc)
+
+
+def test_cells_problems_report_and_page(tmp_path):
+    good = client_run("good 1.0", [
+        ("check-client::none::outcome", "PASS", ["RMQS-CLIENT-001"], "the workload completed"),
+        ("check-client::server-close::outcome", "PASS", ["RMQS-CLIENT-001"], "surfaced"),
+        ("check-client::server-close::#1 a->b", "PASS", ["RMQS-CLOSE-003"], "")])
+    bad = client_run("bad 2.0", [
+        ("check-client::none::outcome", "PASS", ["RMQS-CLIENT-001"], "the workload completed"),
+        ("check-client::server-close::outcome", "PASS", ["RMQS-CLIENT-001"], "surfaced"),
+        ("check-client::server-close::#2 a->b::RMQS-CLOSE-003", "FAIL", ["RMQS-CLOSE-003"],
+         "#17: the client did not answer the server's Close within 2.0 s\nthe scenario: Close code 1"),
+        ("check-client::consumer-update::outcome", "NOT-RUN", [], "never acted")])
+    cells = client_cells(bad)
+    assert list(cells) == ["none", "server-close", "consumer-update"]          # in the order they ran
+    assert cell_verdict(cells["server-close"]) == "FAIL"                      # the wire's, worse than PASS
+    assert cells["server-close"]["requirements"] == ["RMQS-CLOSE-003"]
+    assert cell_verdict(cells["consumer-update"]) == "NOT-RUN"
+    doc = matrix_document([good, bad])
+    assert doc["clients"]["rabbitmq-stream"]["server-close"]["good 1.0"]["verdict"] == "PASS"
+    [problem] = doc["problems"]
+    assert (problem["implementation"], problem["requirement"], problem["level"], problem["verdict"]) == \
+        ("bad 2.0", "RMQS-CLOSE-003", "MUST", "FAIL")
+    assert problem["sentence"] == "Close Client & Server 22 Yes" and "did not answer" in problem["evidence"]
+    html = render([good, bad], docs="")
+    assert "Clients &times; scenarios" in html and "bad 2.0" in html
+    # the documentation's page, from the recorded matrix
+    from tools.matrix_page import matrix_page
+    assert "No matrix is recorded yet" in matrix_page(tmp_path)
+    doc["implementations"] = [{"name": "good", "version": "1.0", "kind": "client", "protocol": "rabbitmq-stream",
+                               "exitstatus": 0, "seconds": 1.0},
+                              {"name": "bad", "version": "2.0", "kind": "client", "protocol": "rabbitmq-stream",
+                               "exitstatus": 1, "seconds": 1.0}]
+    (tmp_path / "2026-11-28.json").write_text(json.dumps(doc))
+    page = matrix_page(tmp_path)
+    assert "| server-close | PASS | FAIL (RMQS-CLOSE-003) |" in page
+    assert "**bad 2.0**: [RMQS-CLOSE-003](requirements/rabbitmq-stream.md#rmqs-close-003) [MUST]" in page and "### bad 2.0" in page

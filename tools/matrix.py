@@ -1,0 +1,264 @@
+"""The conformance matrix of real implementations (``make matrix``): the server suite against
+real servers, ``wirecheck check-client`` with the shipped drivers against real client
+libraries, and one report of them all.
+
+    python tools/matrix.py [--out reports/matrix] [--only NAME ...] [--python PY] [--node NODE]
+
+The implementations are pinned where ``make matrix`` installs them: the Python libraries by
+``examples/check-client/requirements.txt`` (into ``.venv-clients``, apart from the kit, as a
+user's application would have them), the npm ones by ``examples/check-client/package-lock.json``,
+RabbitMQ by Debian (``make real-peers``). The versions in the matrix are read from what is
+installed, not from this file. An implementation that is not installed is reported as such
+and makes the exit status 2; the others still run.
+
+Written under ``--out``: ``results/<name>.json`` (each run's result file), the merged report
+(``index.html``: implementations x requirements for the servers, clients x scenarios for the
+clients; ``index.json`` and ``transcripts/``), and ``matrix.json`` (conformance/report_matrix.py:
+the cells, the problems found with the requirement's sentence and the evidence, and what ran).
+The documentation renders the newest ``matrix/recorded/*.json`` (a copy of a ``matrix.json``).
+Exit status 0 when every implementation ran (whatever its verdicts), 2 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from wirecheck.conformance import report_index  # noqa: E402
+from wirecheck.conformance.report_matrix import matrix_document  # noqa: E402
+from wirecheck.conformance.results import load_run  # noqa: E402
+
+EXAMPLES = os.path.join(ROOT, "examples", "check-client")
+CLIENTS_VENV = os.path.join(ROOT, ".venv-clients")
+#: Seconds one suite or client run may take before the matrix gives up on it.
+RUN_LIMIT = 1800
+
+
+@dataclass
+class Implementation:
+    name: str                   # also the label in the report and the result file's name
+    kind: str                   # "server", "client" or "reference" (the kit's own client: a control)
+    protocol: str
+    package: str = ""           # where its version is read: "pip:NAME", "npm:NAME", "deb:NAME"
+    command: str = ""           # check-client's --client-command (clients); the server's argv (servers)
+    target: str = ""            # the suite's --target, {port} filled in (servers)
+    profile: str | None = None
+    options: list[str] = field(default_factory=list)   # more arguments of check / check-client
+
+
+IMPLEMENTATIONS = [
+    Implementation("RabbitMQ", "server", "rabbitmq-stream", "deb:rabbitmq-server",
+                   command="rabbitmq", target="127.0.0.1:{port}", profile="rabbitmq-3.10"),
+    Implementation("aiosignalr hub", "server", "signalr", "pip:aiosignalr",
+                   command="{python} examples/servers/aiosignalr_hub.py {port}",
+                   target="http://127.0.0.1:{port}/hub"),
+    Implementation("rstream", "client", "rabbitmq-stream", "pip:rstream",
+                   "{python} examples/check-client/rstream_driver.py {host} {port} {count}"),
+    Implementation("rbfly", "client", "rabbitmq-stream", "pip:rbfly",
+                   "{python} examples/check-client/rbfly_driver.py {host} {port} {count}"),
+    Implementation("rabbitmq-stream-js-client", "client", "rabbitmq-stream", "npm:rabbitmq-stream-js-client",
+                   "{node} examples/check-client/rabbitmq_stream_js_driver.mjs {host} {port} {count}"),
+    Implementation("wirecheck reference (rabbitmq-stream)", "reference", "rabbitmq-stream", "pip:wirecheck",
+                   "{kit_python} -m wirecheck.conformance.drivers.rabbitmq_stream {host} {port} {count}"),
+    Implementation("pysignalr", "client", "signalr", "pip:pysignalr",
+                   "{python} examples/check-client/pysignalr_driver.py {url} {count}"),
+    Implementation("signalrcore", "client", "signalr", "pip:signalrcore",
+                   "{python} examples/check-client/signalrcore_driver.py {url} {count}"),
+    Implementation("aiosignalr client", "client", "signalr", "pip:aiosignalr",
+                   "{python} examples/check-client/aiosignalr_driver.py {url} {count}"),
+    Implementation("@microsoft/signalr", "client", "signalr", "npm:@microsoft/signalr",
+                   "{node} examples/check-client/signalr_js_driver.mjs {url} {count}"),
+    Implementation("@aspnet/signalr", "client", "signalr", "npm:@aspnet/signalr",
+                   "{node} examples/check-client/aspnet_signalr_driver.mjs {url} {count}"),
+    Implementation("wirecheck reference (signalr)", "reference", "signalr", "pip:wirecheck",
+                   "{kit_python} -m wirecheck.conformance.drivers.signalr {url} {count}"),
+]
+
+
+class NotInstalled(Exception):
+    """The implementation is not where ``make matrix`` puts it."""
+
+
+def version_of(package: str, python: str) -> str:
+    """The installed version of ``pip:NAME`` (in ``python``'s environment), ``npm:NAME`` (under
+    examples/check-client/node_modules) or ``deb:NAME``; NotInstalled when it is not there."""
+    source, _, name = package.partition(":")
+    if source == "pip":
+        probe = subprocess.run([python, "-c", "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))",
+                                name], capture_output=True, text=True, timeout=60)
+        if probe.returncode == 0:
+            return probe.stdout.strip()
+        raise NotInstalled(f"{name} is not installed for {python} (run `make matrix`, which installs "
+                           "examples/check-client/requirements.txt)")
+    if source == "npm":
+        path = os.path.join(EXAMPLES, "node_modules", *name.split("/"), "package.json")
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return json.load(fh)["version"]
+        except (OSError, ValueError, KeyError):
+            raise NotInstalled(f"{name} is not under examples/check-client/node_modules (`make matrix` runs "
+                               "npm ci there)") from None
+    if source == "deb":
+        probe = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", name], capture_output=True, text=True,
+                               timeout=60)
+        if probe.returncode == 0 and probe.stdout.strip():
+            return probe.stdout.strip().split("-")[0]
+        raise NotInstalled(f"Debian's {name} is not installed (`make real-peers`)")
+    raise ValueError(f"unknown package source in {package!r}")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_server(impl: Implementation, values: dict):
+    """Start the real server; yield the suite's target; stop it. A server already running
+    (``--target NAME=ADDRESS``) is used as it is."""
+    if impl.name in values["targets"]:
+        yield values["targets"][impl.name]
+        return
+    if impl.command == "rabbitmq":
+        from tests.rabbitmq_real import RealRabbitMQ
+        with RealRabbitMQ() as server:
+            yield impl.target.format(port=server.stream_port)
+        return
+    port = _free_port()
+    argv = shlex.split(impl.command.format(port=port, python=values["python"]))
+    # its output to a file: a pipe nobody reads would stop a server that logs much
+    log = open(values["server_log"], "w+", encoding="utf-8")
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            if proc.poll() is not None:
+                log.seek(0)
+                raise NotInstalled(f"{impl.name} exited {proc.returncode} at start: {log.read()[-2000:]}")
+            time.sleep(0.2)
+        else:
+            raise NotInstalled(f"{impl.name} did not accept on 127.0.0.1:{port} within 60 s")
+        yield impl.target.format(port=port)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, 15)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait(10)
+        log.close()
+
+
+def shown(argv: list[str], out: str, values: dict) -> str:
+    """The command as a user would type it: ``wirecheck`` for the kit (see :func:`local_paths`)."""
+    words = ["wirecheck"] + argv[3:] if argv[1:3] == ["-m", "wirecheck"] else list(argv)
+    return local_paths(shlex.join(words), out, values["python"])
+
+
+def local_paths(text: str, out: str, python: str) -> str:
+    """``text`` without this machine's paths: ``python`` for the interpreters, paths relative to
+    the matrix directory or the checkout (a recorded matrix names no one's home directory)."""
+    for path, name in ((python, "python"), (sys.executable, "python"), (out + os.sep, ""), (ROOT + os.sep, "")):
+        text = text.replace(path, name)
+    return text
+
+
+def run_one(impl: Implementation, out: str, values: dict, kit: list[str]) -> dict:
+    """Run one implementation; its entry of the matrix's ``implementations``."""
+    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in impl.name)
+    result = os.path.join(out, "results", f"{slug}.json")
+    entry = {"name": impl.name, "kind": impl.kind, "protocol": impl.protocol, "profile": impl.profile,
+             "package": impl.package, "result_file": os.path.relpath(result, out)}
+    try:
+        entry["version"] = version_of(impl.package, sys.executable if impl.kind == "reference" else values["python"])
+        label = f"{impl.name} {entry['version']}"
+        started = time.monotonic()
+        if impl.kind == "server":
+            values = {**values, "server_log": os.path.join(out, "results", f"{slug}.server.log")}
+            with running_server(impl, values) as target:
+                argv = kit + ["check", "--protocol", impl.protocol, "--target", target, "-n", "2",
+                              "--report", result, "--label", label] + (
+                    ["--profile", impl.profile] if impl.profile else []) + impl.options
+                entry["command"] = shown(argv, out, values)
+                proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=RUN_LIMIT)
+        else:
+            command = impl.command.format(python=values["python"], node=values["node"],
+                                          kit_python=sys.executable, host="{host}", port="{port}",
+                                          url="{url}", count="{count}")
+            argv = kit + ["check-client", "--protocol", impl.protocol, "--client-command", command,
+                          "--report", result, "--label", label] + impl.options
+            entry["command"] = shown(argv, out, values)
+            proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=RUN_LIMIT)
+        entry["seconds"] = round(time.monotonic() - started, 1)
+        entry["exitstatus"] = proc.returncode
+        if not os.path.exists(result):
+            entry["error"] = f"no result file (exit {proc.returncode}): {(proc.stdout + proc.stderr)[-1500:]}"
+    except NotInstalled as exc:
+        entry["error"] = str(exc)
+    except subprocess.TimeoutExpired:
+        entry["error"] = f"did not finish within {RUN_LIMIT} s"
+    return entry
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="tools/matrix.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, "reports", "matrix"))
+    ap.add_argument("--only", action="append", default=[], metavar="NAME",
+                    help="only this implementation (repeatable; its name as in the matrix)")
+    ap.add_argument("--python", default=os.path.join(CLIENTS_VENV, "bin", "python"),
+                    help="the interpreter that has the Python libraries (default .venv-clients)")
+    ap.add_argument("--node", default="node")
+    ap.add_argument("--target", action="append", default=[], metavar="NAME=ADDRESS",
+                    help="a server of the matrix already running there (not started, not stopped)")
+    args = ap.parse_args(argv)
+    targets = dict(t.split("=", 1) for t in args.target if "=" in t)
+    if len(targets) != len(args.target) or set(targets) - {i.name for i in IMPLEMENTATIONS if i.kind == "server"}:
+        ap.error(f"--target takes NAME=ADDRESS, NAME a server of the matrix: "
+                 f"{[i.name for i in IMPLEMENTATIONS if i.kind == 'server']}")
+    chosen = [i for i in IMPLEMENTATIONS if not args.only or i.name in args.only]
+    unknown = set(args.only) - {i.name for i in IMPLEMENTATIONS}
+    if unknown:
+        ap.error(f"unknown implementation(s) {sorted(unknown)}; known: {[i.name for i in IMPLEMENTATIONS]}")
+    out = os.path.abspath(args.out)
+    os.makedirs(os.path.join(out, "results"), exist_ok=True)
+    values = {"python": args.python, "node": args.node, "targets": targets}
+    kit = [sys.executable, "-m", "wirecheck"]
+    entries = []
+    for impl in chosen:
+        print(f"matrix: {impl.name} ({impl.kind}, {impl.protocol}) ...", flush=True)
+        entry = run_one(impl, out, values, kit)
+        print(f"matrix: {impl.name}: " + (f"error: {entry['error']}" if "error" in entry
+                                          else f"exit {entry['exitstatus']} in {entry['seconds']} s"), flush=True)
+        entries.append(entry)
+    runs = [load_run(os.path.join(out, e["result_file"])) for e in entries if "error" not in e]
+    if runs:
+        report_index.write(runs, out)
+    doc = matrix_document(runs, entries)
+    doc["generated"] = time.strftime("%Y-%m-%d")
+    with open(os.path.join(out, "matrix.json"), "w", encoding="utf-8") as fh:
+        fh.write(local_paths(json.dumps(doc, indent=1), out, args.python))
+    failed = [e["name"] for e in entries if "error" in e]
+    print(f"matrix: {len(entries) - len(failed)} of {len(entries)} implementation(s) ran; "
+          f"{len(doc['problems'])} problem(s) found; {out}/index.html, {out}/matrix.json"
+          + (f"; not run: {', '.join(failed)}" if failed else ""))
+    return 2 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

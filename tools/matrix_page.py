@@ -1,0 +1,95 @@
+"""The documentation's "Real implementations" page (``matrix.md``), generated at build time by
+tools/gen_docs.py from the newest ``matrix/recorded/*.json`` (a ``matrix.json`` that
+``make matrix`` wrote, tools/matrix.py, copied there when it is recorded)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDED = ROOT / "matrix" / "recorded"
+#: Verdicts that mean nothing was wrong (a server's requirement rows with only these are left out).
+QUIET = {"PASS", "UNTESTED", "UNTESTABLE", "UNIMPLEMENTED", "WAIVED", "NOT-RUN", "SKIPPED", "INFORMATIONAL", ""}
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _req_link(proto: str, rid: str) -> str:
+    return f"[{rid}](requirements/{proto}.md#{rid.lower()})" if rid and rid != "(none)" else rid
+
+
+def matrix_page(recorded_dir: Path = RECORDED) -> str:
+    lines = ["# Real implementations", "",
+             "The kit run against real servers and real client libraries from the package registries: "
+             "the server suite (`wirecheck check`) against the servers, `wirecheck check-client` with the "
+             "drivers in `examples/check-client/` against the clients. `make matrix` runs it all again "
+             "(tools/matrix.py): the report in `reports/matrix/index.html` has every case with its wire "
+             "transcript, `reports/matrix/matrix.json` the cells and problems below. Each problem is a "
+             "verdict of the kit with its evidence, as the report shows it.", ""]
+    files = sorted(recorded_dir.glob("*.json"))
+    if not files:
+        return "\n".join(lines + ["*No matrix is recorded yet: run `make matrix`.*", ""])
+    newest = files[-1]
+    doc = json.loads(newest.read_text(encoding="utf-8"))
+    lines += [f"*From `matrix/recorded/{newest.name}` (run on {doc.get('generated', newest.stem)}).*", "",
+              "## What ran", "", "| implementation | version | kind | protocol | profile | exit | seconds |",
+              "|---|---|---|---|---|---|---|"]
+    for e in doc["implementations"]:
+        status = e.get("exitstatus", "") if "error" not in e else "not run: " + e["error"][:120]
+        lines.append(f"| {_cell(e['name'])} | {_cell(e.get('version', ''))} | {e.get('kind', '')} | "
+                     f"{e.get('protocol', '')} | {_cell(e.get('profile') or 'default')} | {_cell(status)} | "
+                     f"{e.get('seconds', '')} |")
+    lines += ["", "## Clients by scenario", "",
+              "Each cell: what happened to the client under the scenario, or the verdict of its wire rules "
+              "when that is worse ([the client suite](start/clients.md#the-client-suite)).", ""]
+    for proto, table in sorted(doc.get("clients", {}).items()):
+        names = list(dict.fromkeys(n for row in table.values() for n in row))
+        lines += [f"### {proto}", "", "| scenario | " + " | ".join(_cell(n) for n in names) + " |",
+                  "|---|" + "---|" * len(names)]
+        for scenario, row in table.items():
+            cells = []
+            for n in names:
+                c = row.get(n)
+                cells.append("" if c is None else c["verdict"] + (
+                    " (" + ", ".join(c["requirements"]) + ")" if c.get("requirements") else ""))
+            lines.append(f"| {scenario} | " + " | ".join(_cell(c) for c in cells) + " |")
+        lines.append("")
+    lines += ["## Servers by requirement", "",
+              "Requirements where a server's verdict is other than PASS, UNTESTED, UNIMPLEMENTED or WAIVED "
+              "(the full table is in the report).", ""]
+    for proto, table in sorted(doc.get("servers", {}).items()):
+        names = list(dict.fromkeys(n for row in table.values() for n in row))
+        counts: dict[str, dict[str, int]] = {n: {} for n in names}
+        for row in table.values():
+            for n, v in row.items():
+                counts[n][v] = counts[n].get(v, 0) + 1
+        lines += [f"### {proto}", ""]
+        for n in names:
+            lines.append(f"- {_cell(n)}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts[n].items())))
+        rows = [(rid, row) for rid, row in sorted(table.items()) if any(v not in QUIET for v in row.values())]
+        lines.append("")
+        if rows:
+            lines += ["| requirement | " + " | ".join(_cell(n) for n in names) + " |", "|---|" + "---|" * len(names)]
+            lines += [f"| {_req_link(proto, rid)} | " + " | ".join(row.get(n, "") for n in names) + " |"
+                      for rid, row in rows]
+            lines.append("")
+    problems = doc.get("problems", [])
+    lines += ["## Problems found", "",
+              f"{len(problems)} line(s), by implementation: the requirement and its sentence, the verdict, and "
+              "(unfolded) the evidence, the first case's own message. A server bug that breaks the wire under "
+              "many tests (aiosignalr's MessagePack headers) is a line for each requirement those tests check.", ""]
+    by_impl: dict[str, list[dict]] = {}
+    for p in problems:
+        by_impl.setdefault(p["implementation"], []).append(p)
+    for impl, found in by_impl.items():
+        lines += [f"### {impl}", ""]
+        for p in found:
+            sentence = f" \"{_cell(p['sentence'])}\"" if p.get("sentence") else ""
+            lines += [f"**{_cell(p['implementation'])}**: {_req_link(p['protocol'], p['requirement'])} "
+                      f"[{p.get('level', '')}] {_cell(p.get('summary', ''))}{sentence}: **{p['verdict']}** "
+                      f"in {len(p['cases'])} case(s), first `{_cell(p['cases'][0])}`", "",
+                      '??? quote "evidence"', "    ```text",
+                      *("    " + line for line in p.get("evidence", "").splitlines()), "    ```", ""]
+    return "\n".join(lines)
