@@ -20,7 +20,7 @@ def spark():
 #: first. They run first: with xdist's load scheduling they then spread over the workers from the
 #: start, instead of the last of them running alone at the end while the other workers sit idle.
 RUN_FIRST = (
-    "test_transport_invariance", "test_benchmarks_smoke", "test_bench_pipeline", "test_pipeline",
+    "test_transport_invariance", "test_benchmarks_smoke", "test_spark_cluster", "test_bench_pipeline", "test_pipeline",
     "test_captures_corpus", "test_installed_wheel", "test_rmqs_suite_real", "test_hardening_targets",
     "test_suite_verdicts", "test_crash_recovery", "test_crashwatch", "test_fuzz_live",
     "test_report_fuzz", "test_reports", "test_pipeline_fuzz", "test_cli", "test_rmqs_cli",

@@ -117,6 +117,15 @@ def kit_zip(dest: str) -> str:
     return path
 
 
+def ship_kit(spark) -> None:
+    """On a cluster, send the kit to the executors with the job (``addPyFile``): their machines
+    need Python, pyspark and the kit's dependencies (msgpack, orjson, brotli, pyarrow), not the
+    kit itself. Embedded (local) Spark runs this interpreter, which has it."""
+    sc = spark.sparkContext
+    if not is_local(sc.master):
+        sc.addPyFile(kit_zip(tempfile.mkdtemp(prefix="wirecheck-kit-")))
+
+
 def is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
@@ -139,10 +148,16 @@ def session(master: str = "local[*]", app: str = "wirecheck", conf: Optional[dic
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.session.timeZone", "UTC"))
-    if is_local(master):
-        # The Python workers are this interpreter (the kit's venv): pyspark takes their
-        # command from PYSPARK_PYTHON when the context starts (default: python3 on PATH).
+    # pyspark takes the Python workers' command from PYSPARK_PYTHON when the context starts
+    # (default: python3 on PATH); spark-submit turns --conf spark.pyspark.python into it, and so
+    # must the kit, which starts the driver itself (without this the setting was ignored).
+    # Embedded Spark: this interpreter (the kit's venv), unless the setting names another.
+    python = (conf or {}).get("spark.pyspark.python")
+    if python:
+        os.environ["PYSPARK_PYTHON"] = python
+    elif is_local(master):
         os.environ["PYSPARK_PYTHON"] = sys.executable
+    if is_local(master):
         builder = (builder.config("spark.driver.host", "127.0.0.1")
                    .config("spark.driver.bindAddress", "127.0.0.1"))
     for key, value in (conf or {}).items():
@@ -170,9 +185,7 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
     started = time.monotonic()
     sc = spark.sparkContext
     try:
-        if not is_local(sc.master):
-            ship = tempfile.mkdtemp(prefix="wirecheck-kit-")
-            sc.addPyFile(kit_zip(ship))
+        ship_kit(spark)
         input_bytes = sum(os.path.getsize(f) for f in files)
         n = partitions or max(sc.defaultParallelism * 4, -(-input_bytes // PARTITION_BYTES), 1)
         out_abs = os.path.abspath(out)
