@@ -60,6 +60,22 @@ MAX_BLOCK = MAX_RECORD + 4096
 LINK_NULL, LINK_ETHERNET, LINK_RAW, LINK_RAW_ALT, LINK_LOOP = 0, 1, 101, 12, 108
 LINK_SLL, LINK_IPV4, LINK_IPV6, LINK_SLL2 = 113, 228, 229, 276
 _TCP_FLAGS = "FSRPAUECN"
+#: The flag letters of each (flags byte, NS bit): built once, not per segment.
+_FLAG_LETTERS = {(flags, ns): "".join(c for i, c in enumerate(_TCP_FLAGS) if flags >> i & 1 or (i == 8 and ns))
+                 for flags in range(256) for ns in (0, 1)}
+#: Addresses as text, remembered (a capture has few hosts and millions of segments); bounded.
+_ADDRESSES: dict[bytes, str] = {}
+_ADDRESSES_MAX = 1 << 16
+
+
+def _address(raw: bytes) -> str:
+    text = _ADDRESSES.get(raw)
+    if text is None:
+        text = str(ipaddress.IPv4Address(raw) if len(raw) == 4 else ipaddress.IPv6Address(raw))
+        if len(_ADDRESSES) >= _ADDRESSES_MAX:
+            _ADDRESSES.clear()
+        _ADDRESSES[raw] = text
+    return text
 
 
 def _ip_payload(link: int, pkt: bytes) -> tuple[int, int] | None:
@@ -96,16 +112,16 @@ def _tcp_segment(link: int, pkt: bytes, time: float) -> Segment | None:
         total, frag, proto = struct.unpack_from(">H2xH1xB", pkt, off + 2)
         if proto != 6 or frag & 0x3FFF or ihl < 20:          # not TCP, or a fragment
             return None
-        src = str(ipaddress.IPv4Address(pkt[off + 12:off + 16]))
-        dst = str(ipaddress.IPv4Address(pkt[off + 16:off + 20]))
+        src = _address(pkt[off + 12:off + 16])
+        dst = _address(pkt[off + 16:off + 20])
         end = off + total if total else len(pkt)      # total 0: segmentation offload
         off += ihl
     elif version == 6:
         if len(pkt) < off + 40:
             return None
         plen, nxt = struct.unpack_from(">HB", pkt, off + 4)
-        src = str(ipaddress.IPv6Address(pkt[off + 8:off + 24]))
-        dst = str(ipaddress.IPv6Address(pkt[off + 24:off + 40]))
+        src = _address(pkt[off + 8:off + 24])
+        dst = _address(pkt[off + 24:off + 40])
         end = off + 40 + plen if plen else len(pkt)
         off += 40
         while nxt in (0, 43, 60):                      # hop-by-hop, routing, destination options
@@ -122,8 +138,7 @@ def _tcp_segment(link: int, pkt: bytes, time: float) -> Segment | None:
     hdr = (doff >> 4) * 4
     if hdr < 20 or off + hdr > end:
         return None
-    letters = "".join(c for i, c in enumerate(_TCP_FLAGS) if flags >> i & 1 or (i == 8 and doff & 1))
-    return Segment(time, (src, sport), (dst, dport), seq, ack, letters, pkt[off + hdr:end])
+    return Segment(time, (src, sport), (dst, dport), seq, ack, _FLAG_LETTERS[flags, doff & 1], pkt[off + hdr:end])
 
 
 class PcapReader:

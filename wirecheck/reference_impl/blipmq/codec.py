@@ -20,10 +20,11 @@ qos 7 still decodes: the kit must be able to send and show it.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import ClassVar, Union
 
+from ..core.fieldnames import field_names
 from ..core.errors import Category, FrameError, LengthError, PayloadError, UnknownTypeError
 from ..core.decoding import InPlaceDecoder
 from ..core.decoding import decode_all as _decode_all
@@ -409,10 +410,10 @@ def frame_to_dict(frame) -> dict:
     """JSON-friendly view used by the CLI and transcripts: bytes fields appear as text when
     they are UTF-8, and always as ``<name>_hex``."""
     out: dict = {"type": frame.type.name}
-    for f in fields(frame):
-        if f.name == "offset":
+    for name in field_names(frame):
+        if name == "offset":
             continue
-        name, value = f.name, getattr(frame, f.name)
+        value = getattr(frame, name)
         if isinstance(value, (bytes, bytearray)):
             try:
                 out[name] = bytes(value).decode("utf-8")

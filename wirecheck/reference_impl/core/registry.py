@@ -6,6 +6,7 @@ never imports scapy or hypothesis.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -70,10 +71,16 @@ class ProtocolSpec:
 
     def load(self, slot: str):
         """Import a lazy slot: ``"pkg.mod"`` -> module, ``"pkg.mod:Name"`` -> attribute."""
-        path = getattr(self, slot)
-        module, _, attr = path.partition(":")
-        mod = importlib.import_module(module)
-        return getattr(mod, attr) if attr else mod
+        return _load(getattr(self, slot))
+
+
+@functools.cache
+def _load(path: str):
+    """Remembered: an observer is made per connection, and import_module takes its import
+    lock every time (a capture analysis has thousands of connections)."""
+    module, _, attr = path.partition(":")
+    mod = importlib.import_module(module)
+    return getattr(mod, attr) if attr else mod
 
 
 def register(spec: ProtocolSpec) -> ProtocolSpec:
@@ -83,9 +90,15 @@ def register(spec: ProtocolSpec) -> ProtocolSpec:
     return spec
 
 
+_loaded = False
+
+
 def _load_builtin() -> None:
-    for package in _BUILTIN:
-        importlib.import_module(package)
+    global _loaded
+    if not _loaded:
+        for package in _BUILTIN:
+            importlib.import_module(package)
+        _loaded = True
 
 
 def get(protocol_id: str) -> ProtocolSpec:

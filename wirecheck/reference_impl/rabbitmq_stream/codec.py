@@ -19,9 +19,10 @@ and decoding can go on (the session answers with Close 13, as the real server do
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
+from ..core.fieldnames import field_names
 from ..core.decoding import InPlaceDecoder
 from ..core.decoding import decode_all as _decode_all
 from ..core.errors import Category, FrameError, LengthError, PayloadError, UnknownTypeError
@@ -299,8 +300,8 @@ def _jsonable(value):
         except UnicodeDecodeError:
             return {"hex": raw.hex()}
     if isinstance(value, Chunk):
-        out = {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)
-               if f.name not in ("data", "trailer", "bloom", "bodies", "announced_trailer")}
+        out = {name: _jsonable(getattr(value, name)) for name in field_names(value)
+               if name not in ("data", "trailer", "bloom", "bodies", "announced_trailer")}
         out["data_length"] = len(value.data)
         out["trailer_length"] = value.trailer_length
         try:
@@ -313,7 +314,7 @@ def _jsonable(value):
                               "uncompressed_size": value.uncompressed_size,
                               "body_hex": value.body.hex()}}
     if hasattr(value, "__dataclass_fields__"):
-        return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
+        return {name: _jsonable(getattr(value, name)) for name in field_names(value)}
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, (tuple, list)):
@@ -326,9 +327,9 @@ def frame_to_dict(frame) -> dict:
     if isinstance(frame, RawFrame):
         return {"type": key_name(frame.key), "version": frame.version, "body_hex": frame.body.hex()}
     out: dict = {"type": type(frame).__name__, "key": f"0x{frame.wire_key:04x}"}
-    for f in fields(frame):
-        value = getattr(frame, f.name)
-        out[f.name] = value if type(value) in _PLAIN else _jsonable(value)
+    for name in field_names(frame):
+        value = getattr(frame, name)
+        out[name] = value if type(value) in _PLAIN else _jsonable(value)
     if "code" in out and isinstance(out["code"], int):
         out["code_name"] = code_name(out["code"])
     return out

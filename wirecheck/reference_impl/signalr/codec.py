@@ -14,9 +14,10 @@ whether to close. Nothing else escapes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Optional
 
+from ..core.fieldnames import field_names
 from ..core.decoding import IncrementalDecoder, decode_all as _decode_all
 from ..core.errors import Category, FrameError, PayloadError
 from ..core.limits import Limits
@@ -299,13 +300,13 @@ def _jsonable(value):
 def frame_to_dict(message) -> dict:
     """JSON-friendly view for the CLI and transcripts."""
     out: dict = {"type": type(message).__name__}
-    for fl in fields(message):
-        value = getattr(message, fl.name)
-        if fl.name in ("headers", "stream_ids", "allow_reconnect") and value is None:
+    for name in field_names(message):
+        value = getattr(message, name)
+        if name in ("headers", "stream_ids", "allow_reconnect") and value is None:
             continue
-        if fl.name == "nonblocking" and not value:
+        if name == "nonblocking" and not value:
             continue
-        if type(message).__name__ == "Completion" and fl.name == "result" and not message.has_result:
+        if type(message).__name__ == "Completion" and name == "result" and not message.has_result:
             continue
-        out[fl.name] = _jsonable(value)
+        out[name] = _jsonable(value)
     return out
