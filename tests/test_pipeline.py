@@ -172,6 +172,23 @@ def test_cli_analyze_writes_the_four_tables(tmp_path):
     frames = sum(_decoder_counts(str(p), registry.get("blipmq"))[0]
                  for p in sorted((CAPTURES / "blipmq").glob("*.pcap.gz")))
     assert summary["rows"]["frames"] == frames
+    # stderr is no terminal here: no progress unless asked for
+    assert "analyze: " not in proc.stderr
+
+
+def test_cli_analyze_shows_progress_when_asked(tmp_path):
+    """--progress: the figures so far on stderr, task by task; the last line has them all."""
+    proc = subprocess.run([sys.executable, "-m", "wirecheck", "analyze", str(CAPTURES / "blipmq"),
+                           str(CAPTURES / "vibemq"), "--out", str(tmp_path / "a"), "--master", "local[1]",
+                           "--json", "--progress", "--conf", "spark.sql.shuffle.partitions=3"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("analyze: ")]
+    assert lines, proc.stderr[-2000:]
+    rows, mb = summary["rows"], summary["input_bytes"] / 1e6
+    assert lines[-1].startswith(f"analyze: {summary['files']}/{summary['files']} file(s), {mb:.1f}/{mb:.1f} MB read, "
+                                f"{rows['frames']:,} frames, {rows['flows']:,} conversations, "
+                                f"{rows['violations']:,} violations"), (lines[-1], summary)
 
 
 @pytest.mark.parametrize("argv,message", [

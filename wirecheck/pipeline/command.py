@@ -7,6 +7,7 @@ or 2 when it could not run.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -34,6 +35,9 @@ def add_analyze_arguments(s, protocol_type) -> None:
                    help="a Spark setting, as spark-submit's --conf (repeatable), e.g. "
                         "spark.driver.memory=512m or spark.executor.memory=2g")
     s.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    s.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="files read, MB, frames, conversations and violations so far, on stderr "
+                        "(default: when stderr is a terminal)")
 
 
 def add_fuzz_arguments(s) -> None:
@@ -72,10 +76,11 @@ def run_analyze(args) -> int:
         except ProfileError as exc:
             print(f"wirecheck analyze: {exc}", file=sys.stderr)
             return EXIT_HARNESS
+    from wirecheck.pipeline.progress import enabled
     try:
         summary = analyze(args.captures, args.out, master=args.master,
                           protocol=spec.id if spec else None, ports=args.port, profile=profile,
-                          partitions=args.partitions, conf=conf)
+                          partitions=args.partitions, conf=conf, progress=enabled(args.progress))
     except (InputError, SparkUnavailable, ValueError) as exc:
         print(f"wirecheck analyze: {exc}", file=sys.stderr)
         return EXIT_HARNESS

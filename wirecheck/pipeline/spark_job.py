@@ -101,6 +101,22 @@ def analyze_partition(items: Iterable[tuple], protocol: Optional[str], extra_por
         yield from iter_rows(file, segments, by_port, profile, level)
 
 
+def counted_read(file: str, ports: frozenset, counters) -> Iterator[tuple]:
+    """:func:`read_file`, adding the file and its bytes to the progress counters at its end."""
+    yield from read_file(file, ports)
+    counters.files.add(1)
+    counters.bytes.add(os.path.getsize(file))
+
+
+def write_partition(out: str, part: int, items, protocol, extra_ports, profile, counters):
+    """Step 3 of one partition, written; its rows added to the progress counters."""
+    counts, stats = parquet_parts.write_parts(out, part, analyze_partition(items, protocol, extra_ports, profile))
+    counters.frames.add(counts["frames"])
+    counters.flows.add(counts["flows"])
+    counters.violations.add(counts["violations"])
+    return counts, stats
+
+
 def _pair_partition(key: tuple) -> int:
     from pyspark.rdd import portable_hash
     return portable_hash(key[:2])
@@ -172,9 +188,11 @@ def session(master: str = "local[*]", app: str = "wirecheck", conf: Optional[dic
 
 def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: Optional[str] = None,
             ports: Iterable[int] = (), profile: Optional[str] = None, partitions: Optional[int] = None,
-            spark=None, conf: Optional[dict] = None) -> dict:
+            spark=None, conf: Optional[dict] = None, progress: bool = False) -> dict:
     """Run the job; write ``out/<table>/`` for each table of pipeline/schema.py and
-    ``out/summary.json``; return the summary."""
+    ``out/summary.json``; return the summary. ``progress``: show the figures so far on stderr
+    (pipeline/progress.py)."""
+    from wirecheck.pipeline.progress import Counters, Display
     t0, wall_start = time.monotonic(), time.time()
     files = [os.path.abspath(f) for f in capture_files(paths)]
     extra_ports = tuple(ports)
@@ -190,12 +208,14 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
         n = partitions or max(sc.defaultParallelism * 4, -(-input_bytes // PARTITION_BYTES), 1)
         out_abs = os.path.abspath(out)
         parquet_parts.prepare(out_abs)
-        written = (sc.parallelize(files, max(len(files), 1))
-                   .flatMap(lambda f: read_file(f, port_set))
-                   .repartitionAndSortWithinPartitions(n, _pair_partition)
-                   .mapPartitionsWithIndex(lambda part, items: [parquet_parts.write_parts(
-                       out_abs, part, analyze_partition(items, protocol, extra_ports, profile))])
-                   .collect())
+        counters = Counters(sc)
+        with Display(counters, len(files), input_bytes, progress):
+            written = (sc.parallelize(files, max(len(files), 1))
+                       .flatMap(lambda f: counted_read(f, port_set, counters))
+                       .repartitionAndSortWithinPartitions(n, _pair_partition)
+                       .mapPartitionsWithIndex(lambda part, items: [write_partition(
+                           out_abs, part, items, protocol, extra_ports, profile, counters)])
+                       .collect())
         counts = {t: sum(c[t] for c, _ in written) for t in schema.ROW_TABLES}
         stats = Stats()
         for _, part in written:
