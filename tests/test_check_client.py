@@ -245,3 +245,13 @@ def test_the_rstream_example_driver_finds_rstreams_unanswered_close():
     fails = [t for t in closed["tests"] if t["verdict"] == verdicts.FAIL]
     assert [t["requirements"] for t in fails] == [["RMQS-CLOSE-003"]], closed["tests"]
     assert closed["exitstatus"] == 1
+
+
+def test_the_default_label_names_the_driver_not_its_runner():
+    from wirecheck.conformance.client_command import default_label
+    assert default_label("rabbitmq-stream", "python examples/check-client/rbfly_driver.py {host} {port} {count}") == \
+        "rabbitmq-stream client rbfly_driver.py"
+    assert default_label("signalr", "/usr/bin/python3.11 -m wirecheck.conformance.drivers.signalr {url} {count}") == \
+        "signalr client wirecheck.conformance.drivers.signalr"
+    assert default_label("signalr", "node --no-warnings drivers/js.mjs {url}") == "signalr client js.mjs"
+    assert default_label("blipmq", "./my-driver {host} {port}") == "blipmq client my-driver"

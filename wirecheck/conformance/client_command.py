@@ -2,6 +2,8 @@
 its result file and JUnit XML (conformance/client_suite.py runs one scenario)."""
 from __future__ import annotations
 
+import os
+import shlex
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -30,7 +32,8 @@ def add_arguments(s, protocol_arg) -> None:
     s.add_argument("--report", default=None, metavar="FILE",
                    help="the result file (.json), HTML report (.html) or directory")
     s.add_argument("--junitxml", default=None, metavar="FILE", help="JUnit XML file")
-    s.add_argument("--label", default=None, help="the client's name in the report")
+    s.add_argument("--label", default=None, help="the client's name in the report (default: the "
+                   "protocol and the driver's file name, e.g. 'signalr client rbfly_driver.py')")
 
 
 def _options(items, known) -> dict[str, dict]:
@@ -45,6 +48,32 @@ def _options(items, known) -> dict[str, dict]:
         out.setdefault(name, {})[key.strip()] = value.strip()
     return out
 
+
+
+#: Programs that run a driver rather than being it (the driver is the first other word).
+_RUNNERS = ("python", "node", "java", "dotnet", "sh", "bash", "ruby", "deno", "bun", "npx", "uv")
+
+
+def default_label(protocol: str, command: str) -> str:
+    """``PROTOCOL client NAME``: NAME the driver's file (``-m`` module) rather than the runner
+    that starts it, or the whole command when it has no such word."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    name = ""
+    for i, word in enumerate(words):
+        if word.startswith("{"):
+            break
+        base = os.path.basename(word)
+        if words[i - 1:i] == ["-m"]:
+            name = word
+            break
+        if word.startswith("-") or any(base.startswith(r) for r in _RUNNERS):
+            continue
+        name = base
+        break
+    return f"{protocol} client {name or command}"
 
 def main(args) -> int:
     from wirecheck.conformance.client_driver import DriverError, command_argv
@@ -86,7 +115,7 @@ def main(args) -> int:
         connections += [{**c, "scenario": name} for c in doc["connections"]]
         runs.append({"scenario": name, "acted": doc["acted"], **doc["driver"]})
     doc = summarise({"kind": "client-check", "started": started, "finished": time.time(),
-                     "target": ["127.0.0.1", 0], "label": args.label or f"{spec.id} client: {args.client_command}",
+                     "target": ["127.0.0.1", 0], "label": args.label or default_label(spec.id, args.client_command),
                      "profile": args.profile, "strict": args.strict, "scenario": ",".join(chosen),
                      "connections": connections, "driver_runs": runs, "tests": tests}, spec)
     if args.strict and doc["exitstatus"] == EXIT_OK and any(t["verdict"] == verdicts.NON_STRICT for t in tests):
