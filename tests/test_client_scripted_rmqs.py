@@ -352,3 +352,20 @@ def test_a_refused_subscribe_gets_no_deliveries(tmp_path):
     actions = [a for c in doc["connections"] for a in c["scenario_actions"]]
     assert "SUBSCRIBE_RESPONSE code 16" in actions, actions
     assert any(a.startswith("Deliver to refused subscription") for a in actions), actions
+
+
+def test_stream_already_exists_on_create_may_be_taken_as_success(tmp_path):
+    """error-response code=5 ("stream already exists") on Create: a library may rightly treat
+    it as success (the stream is there: rbfly does), so either outcome passes; with the default
+    code (16, access refused) the refusal must be surfaced."""
+    from wirecheck.conformance.client_suite import run_scenario
+    from wirecheck.reference_impl.core import registry
+    command = f"{sys.executable} -m wirecheck.conformance.drivers.rabbitmq_stream {{host}} {{port}} {{count}}"
+    spec = registry.get("rabbitmq-stream")
+    exists = run_scenario(spec, "error-response", command, options={"command": "CREATE", "code": "5"},
+                          count=2, workdir=str(tmp_path))
+    outcome = exists["tests"][0]
+    assert outcome["expected"] == "either" and outcome["verdict"] == "PASS", outcome
+    refused = run_scenario(spec, "error-response", command, options={"command": "CREATE"}, count=2,
+                           workdir=str(tmp_path))
+    assert refused["tests"][0]["expected"] == "error" and refused["tests"][0]["actual"] == "error"

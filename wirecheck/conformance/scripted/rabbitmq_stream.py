@@ -229,6 +229,14 @@ class ErrorResponse(_StreamShaper):
         #: was refused would be the kit's own breach of RMQS-CREDIT-001).
         self.refused: set[int] = set()
 
+    #: Codes that say the request's end state holds already ("stream already exists" for a
+    #: Create): a library may take them as success, so the client may do either.
+    IDEMPOTENT_CODES = frozenset({Code.STREAM_ALREADY_EXISTS})
+
+    @classmethod
+    def expected_outcome(cls, options: dict) -> str:
+        return "either" if int(options.get("code", Code.ACCESS_REFUSED)) in cls.IDEMPOTENT_CODES else cls.client_outcome
+
     def on_server(self, frame: bytes, parsed, request) -> None:
         wanted = self.wanted
         if isinstance(parsed, codec.Deliver) and parsed.subscription_id in self.refused:
