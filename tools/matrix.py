@@ -2,7 +2,8 @@
 real servers, ``wirecheck check-client`` with the shipped drivers against real client
 libraries, and one report of them all.
 
-    python tools/matrix.py [--out reports/matrix] [--only NAME ...] [--python PY] [--node NODE]
+    python tools/matrix.py [--out reports/matrix] [--only NAME ...] [--scenario NAME ...]
+                           [--target NAME=ADDRESS ...] [--python PY] [--node NODE]
 
 The implementations are pinned where ``make matrix`` installs them: the Python libraries by
 ``examples/check-client/requirements.txt`` (into ``.venv-clients``, apart from the kit, as a
@@ -203,6 +204,7 @@ def run_one(impl: Implementation, out: str, values: dict, kit: list[str]) -> dic
                                           url="{url}", count="{count}")
             argv = kit + ["check-client", "--protocol", impl.protocol, "--client-command", command,
                           "--report", result, "--label", label] + impl.options
+            argv += [w for name in values["scenarios"] for w in ("--scenario", name)]
             entry["command"] = shown(argv, out, values)
             proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=RUN_LIMIT)
         entry["seconds"] = round(time.monotonic() - started, 1)
@@ -224,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", default=os.path.join(CLIENTS_VENV, "bin", "python"),
                     help="the interpreter that has the Python libraries (default .venv-clients)")
     ap.add_argument("--node", default="node")
+    ap.add_argument("--scenario", action="append", default=[], metavar="NAME",
+                    help="clients: only this scenario (repeatable; default every scenario of the protocol)")
     ap.add_argument("--target", action="append", default=[], metavar="NAME=ADDRESS",
                     help="a server of the matrix already running there (not started, not stopped)")
     args = ap.parse_args(argv)
@@ -237,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown implementation(s) {sorted(unknown)}; known: {[i.name for i in IMPLEMENTATIONS]}")
     out = os.path.abspath(args.out)
     os.makedirs(os.path.join(out, "results"), exist_ok=True)
-    values = {"python": args.python, "node": args.node, "targets": targets}
+    values = {"python": args.python, "node": args.node, "targets": targets, "scenarios": args.scenario}
     kit = [sys.executable, "-m", "wirecheck"]
     entries = []
     for impl in chosen:
