@@ -102,7 +102,7 @@ report-allure: install allure-cli
 	$(ALLURE) generate reports/allure-results -o reports/allure-report --clean
 
 test: install real-peers signalr-clients browser allure-cli tshark spark
-	$(PY) -m pytest -n auto -q $(PYTEST_ARGS)
+	$(PY) -m pytest -n auto --dist worksteal -q $(PYTEST_ARGS)
 
 # The documentation site (docs/, mkdocs.yml) into site/; --strict: a broken link or anchor, or a
 # page left out of the nav, fails the build. The CLI reference, the requirement catalogues and

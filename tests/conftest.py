@@ -17,8 +17,11 @@ def spark():
 
 
 #: The modules that take longest (`make test PYTEST_ARGS=--durations=60` says which), longest
-#: first. They run first: with xdist's load scheduling they then spread over the workers from the
-#: start, instead of the last of them running alone at the end while the other workers sit idle.
+#: first. They run first: `make test` schedules with xdist's ``worksteal`` (an idle worker takes
+#: the not-yet-started half of another's queue, from its end), so they are spread over the
+#: workers early instead of the last of them running alone while the other worker sits idle.
+#: (xdist's ``load`` hands each worker a quarter of the suite as one contiguous chunk at the
+#: start: every module named here went to the first worker, ~13 minutes of one worker idle.)
 RUN_FIRST = (
     "test_transport_invariance", "test_benchmarks_smoke", "test_spark_cluster", "test_bench_pipeline", "test_pipeline",
     "test_captures_corpus", "test_installed_wheel", "test_rmqs_suite_real", "test_hardening_targets",
@@ -34,3 +37,18 @@ def pytest_collection_modifyitems(config, items):
     rank = {f"tests/{name}.py": i for i, name in enumerate(RUN_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))
 
+
+
+def pytest_runtest_protocol(item, nextitem):
+    """With WIRECHECK_TEST_TIMELINE=DIR, each xdist worker appends when each test started and
+    ended to DIR/<worker>.jsonl: which worker sat idle, and when, is what `--durations` hides."""
+    import os
+    where = os.environ.get("WIRECHECK_TEST_TIMELINE")
+    if where:
+        import json
+        import time
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        item.user_properties.append(("timeline_start", time.time()))
+        with open(os.path.join(where, f"{worker}.jsonl"), "a") as out:
+            out.write(json.dumps({"start": time.time(), "nodeid": item.nodeid}) + "\n")
+    return None
