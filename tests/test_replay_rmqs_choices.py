@@ -352,6 +352,20 @@ def test_timestamp_translation_by_chunks_and_client_moments():
     assert bare.translate_timestamp(1000, 2.5, "s") == 3500                    # nothing known: the clocks
 
 
+def test_a_timestamp_stays_between_the_client_sends_around_it():
+    """Unpaced, the replay sends a publish recorded 50 ms after a time 1 ms after the request
+    recorded 2 ms before it: the time is placed by that request (the nearest), but not after the
+    publish, whose chunk it names (the rich capture's "rich-from-time" subscription)."""
+    rules = RMQSRules(replay.ReplayOptions(("127.0.0.1", 1)))
+    rules.client_sent(3.000, 110.0004)               # the request before the time
+    rules.client_sent(3.052, 110.0012)               # the publish after it, sent 0.8 ms later
+    assert rules.translate_timestamp(3002, 0.0, "s") == 110_001                # not past the publish
+    assert rules.translate_timestamp(3050, 0.0, "s") == 110_000                # not before the request
+    assert rules.translate_timestamp(3060, 0.0, "s") == 110_009                # after both: the nearest
+    rules._anchor(rules._chunk_times.setdefault("s", []), 2990, 110_001)       # a chunk both delivered
+    assert rules.translate_timestamp(3002, 0.0, "s") == 110_002                # after that chunk
+
+
 def test_async_keys_and_unordered_lists():
     rules = RMQSRules(replay.ReplayOptions(("127.0.0.1", 1)))
     assert rules.async_key({"type": "Deliver (message)", "subscription_id": 3}) == ("Deliver (message)", 3)

@@ -26,6 +26,7 @@ import bisect
 import dataclasses
 import hashlib
 import json
+import math
 import time
 from typing import Any
 
@@ -446,7 +447,9 @@ class RMQSRules(Rules):
                 self.numbering(stream).add(rec, got)
 
     def client_sent(self, recorded: float, now: float) -> None:
-        self._anchor(self._client_times, round(recorded * 1000), round(now * 1000))
+        # whole milliseconds rounded down, as a server stamps a chunk and a client reads its
+        # clock: a chunk written after this send then has a time at or after ``now``'s
+        self._anchor(self._client_times, math.floor(recorded * 1000 + 1e-6), math.floor(now * 1000 + 1e-6))
 
     def _anchor(self, anchors: list, recorded: int, target: int) -> None:
         """Add a pair; the latest pair of one recorded time replaces the one before."""
@@ -472,15 +475,25 @@ class RMQSRules(Rules):
         known chunks around it: after the one before, at most the one after. The nearest
         moment keeps the replay's own pace out of it: a replay running behind or ahead of the
         recording between a publish and a subscription from a time taken before it would
-        otherwise move that time past chunks it meant, or before chunks it did not."""
+        otherwise move that time past chunks it meant, or before chunks it did not. The time
+        then stays between the replay's moments of the client's sends around it: a replay
+        running faster than the recording (unpaced) sends a publish taken 50 ms after the time
+        perhaps 1 ms after the send before it, and the time must stay before that publish's
+        chunk."""
         chunks = self._chunk_times.get(stream, [])
         i = bisect.bisect_left(chunks, (stamp,))
         if i < len(chunks) and chunks[i][0] == stamp:
             return chunks[i][1]
         before, after = (chunks[i - 1] if i else None), (chunks[i] if i < len(chunks) else None)
-        anchor = self._nearest(self._client_times, stamp) or min(
+        sent = self._client_times
+        anchor = self._nearest(sent, stamp) or min(
             (a for a in (before, after) if a is not None), key=lambda a: abs(a[0] - stamp), default=None)
         guess = stamp + round(clock_shift * 1000) if anchor is None else anchor[1] + (stamp - anchor[0])
+        j = bisect.bisect_right(sent, (stamp, math.inf))
+        if j:
+            guess = max(guess, sent[j - 1][1])          # sent at or before the time: not before it
+        if j < len(sent):
+            guess = min(guess, sent[j][1])              # sent after the time: not after it
         if before is not None:
             guess = max(guess, before[1] + 1)
         if after is not None:
