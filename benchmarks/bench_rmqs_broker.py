@@ -79,7 +79,7 @@ def run(quick: bool = False) -> list[dict]:
     except ImportError:
         return [result("rmqs.broker.skipped (rstream not installed)", 0, "")]
     from tests.blipmq_proc import BrokerProcess
-    from tests.rabbitmq_real import RealRabbitMQ, available
+    from tools.rabbitmq_real import RealRabbitMQ, available
 
     n = 5_000 if quick else 100_000
     out: list[dict] = []

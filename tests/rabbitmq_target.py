@@ -6,7 +6,7 @@ process group) and start it again on the same data:
 
 The node's name is derived from the data directory (RabbitMQ keeps a node's data under its
 name), so every start on one directory is the same node. Configuration as
-tests/rabbitmq_real.py writes it (guest/guest, vhost ``/``, the stream plugin, loopback only).
+tools/rabbitmq_real.py writes it (guest/guest, vhost ``/``, the stream plugin, loopback only).
 
 **Warm-up on a new data directory.** RabbitMQ 3.10.8 creates its stream coordinator at the
 node's first stream Create, and Ra records the coordinator's name in a file it writes to disk
@@ -30,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.rabbitmq_real import SERVER, RealRabbitMQ, available, stream_handshake  # noqa: E402
+from tools.rabbitmq_real import SERVER, RealRabbitMQ, available, stream_handshake  # noqa: E402
 from wirecheck.conformance.target_process import free_port  # noqa: E402
 
 #: Seconds the warm-up waits after its Create (Ra's auto-save is every 0.5 s).

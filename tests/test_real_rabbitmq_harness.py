@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from .rabbitmq_real import RealRabbitMQ, available, live_group_pids, stream_handshake
+from tools.rabbitmq_real import RealRabbitMQ, available, live_group_pids, stream_handshake
 
 
 def test_real_rabbitmq_starts_handshakes_and_stops():

@@ -5,7 +5,7 @@ choices the ``rabbitmq-3.10`` profile follows:
 - the capture decodes frame by frame as its manifest counts it, and re-encodes byte for byte
   (its replay against the reference broker is in tests/test_captures_corpus.py, plain and
   rechunked);
-- against a real RabbitMQ started here (tests/rabbitmq_real.py; about 40 s with its start):
+- against a real RabbitMQ started here (tools/rabbitmq_real.py; about 40 s with its start):
   the real server makes the choices the profile copies (Metadata's brokers and order, the
   offsets StoreOffsets spend: batch.py), the real capture replays as equivalent, and the same
   session recorded against the reference broker replays as equivalent against both servers.
@@ -34,7 +34,7 @@ from wirecheck.reference_impl.rabbitmq_stream.client import StreamClient  # noqa
 from wirecheck.reference_impl.rabbitmq_stream.constants import OffsetType  # noqa: E402
 
 from .helpers import decode_three_ways  # noqa: E402
-from .rabbitmq_real import INSTALL_HINT, RealRabbitMQ, available  # noqa: E402
+from tools.rabbitmq_real import INSTALL_HINT, RealRabbitMQ, available  # noqa: E402
 from .test_rmqs_captures import connections, tcp_streams  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ import pytest
 
 from wirecheck.conformance.verdicts import needs_target_command
 
-from .rabbitmq_real import INSTALL_HINT, RealRabbitMQ, available
+from tools.rabbitmq_real import INSTALL_HINT, RealRabbitMQ, available
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -133,7 +133,7 @@ def running_server(impl: Implementation, values: dict):
         yield values["targets"][impl.name]
         return
     if impl.command == "rabbitmq":
-        from tests.rabbitmq_real import RealRabbitMQ
+        from tools.rabbitmq_real import RealRabbitMQ
         with RealRabbitMQ() as server:
             yield impl.target.format(port=server.stream_port)
         return

@@ -5,7 +5,7 @@
     .venv/bin/python tools/record_rstream_rich.py --server reference --out /tmp/rich-ref.pcap
 
 ``--server real`` (the default) starts a private RabbitMQ node with the stream plugin
-(tests/rabbitmq_real.py: its own directory, loopback only, guest/guest) with its stream port on
+(tools/rabbitmq_real.py: its own directory, loopback only, guest/guest) with its stream port on
 ``--port`` (default 5552, so that ``decode --pcap`` and ``replay`` find the conversations
 unaided); ``--server reference`` runs the reference broker there instead, under
 ``--profile rabbitmq-3.10``. tshark records that port on ``lo`` (tests/tshark_capture.py) while
@@ -37,7 +37,7 @@ choices (where StoreOffset and sub-entry batches put later offsets) are taken fr
 delivered, not assumed. Per connection the manifest counts bytes, frames and commands per
 direction, as tests/test_rmqs_rich_capture.py checks them.
 
-The node is stopped with SIGTERM (tests/rabbitmq_real.py), never killed right after its first
+The node is stopped with SIGTERM (tools/rabbitmq_real.py), never killed right after its first
 Create (see tests/rabbitmq_target.py on that defect).
 """
 from __future__ import annotations
@@ -344,7 +344,7 @@ def record(server: str, out: str, port: int, host: str = "127.0.0.1") -> dict:
         with ThreadedServer(spec.make_broker(host, port, profile="rabbitmq-3.10")):
             with capture_loopback([port], out):
                 return run()
-    from tests.rabbitmq_real import RealRabbitMQ
+    from tools.rabbitmq_real import RealRabbitMQ
     node = RealRabbitMQ(host=host)
     node.stream_port = port
     with node:

@@ -1,4 +1,5 @@
-"""Start a real RabbitMQ (Debian's 3.10.8, stream plugin) on loopback for the project's tests.
+"""Start a real RabbitMQ (Debian's 3.10.8, stream plugin) on loopback for the project's tests,
+tools (`make matrix`, the rich capture's recorder) and benchmarks.
 
 ``make real-peers`` installs the server. Each :class:`RealRabbitMQ` runs its own node as the
 current user in a fresh temporary directory (config, plugins file, database, logs, ``HOME``
