@@ -56,4 +56,35 @@ def test_cells_problems_report_and_page(tmp_path):
     (tmp_path / "2026-11-28.json").write_text(json.dumps(doc))
     page = matrix_page(tmp_path)
     assert "| server-close | PASS | FAIL (RMQS-CLOSE-003) |" in page
-    assert "**bad 2.0**: [RMQS-CLOSE-003](requirements/rabbitmq-stream.md#rmqs-close-003) [MUST]" in page and "### bad 2.0" in page
+    assert "**bad 2.0**: **FAIL** in 1 case(s), first `check-client::server-close::#2 a->b::RMQS-CLOSE-003`: " \
+        "[RMQS-CLOSE-003](requirements/rabbitmq-stream.md#rmqs-close-003) [MUST]" in page and "### bad 2.0" in page
+
+
+def test_one_cause_under_several_requirements_is_one_finding(tmp_path):
+    """A server bug that breaks every requirement its tests check (aiosignalr's MessagePack
+    headers: 45 of them) is one finding with its requirements; another cause is another."""
+    catalogue = {"R-1": {"level": "MUST", "summary": "one", "quote": "first sentence"},
+                 "R-2": {"level": "SHOULD", "summary": "two", "quote": "second sentence"},
+                 "R-3": {"level": "MUST", "summary": "three", "quote": "third sentence"}}
+    tests = [{"protocol": "p", "nodeid": "a.py::t[1]", "verdict": "FAIL", "requirements": ["R-1"],
+              "message": "TargetDecodeError: headers: expected a map, got int 128 at byte 7"},
+             {"protocol": "p", "nodeid": "a.py::t[2]", "verdict": "TIMEOUT", "requirements": ["R-2", "R-1"],
+              "message": "TargetDecodeError: headers: expected a map, got int 128 at byte 19"},
+             {"protocol": "p", "nodeid": "b.py::u", "verdict": "FAIL", "requirements": ["R-3"],
+              "message": "AssertionError: no Close before closing"}]
+    doc = {"label": "srv 1", "tests": tests, "summary": {"p": {"catalogue": catalogue, "counts": {}}}}
+    out = matrix_document([Run("srv 1", "srv.json", doc)])
+    assert len(out["problems"]) == 3                                           # a line per requirement
+    by_cause = {f["cause"]: f for f in out["findings"]}
+    assert len(by_cause) == 2, by_cause
+    headers = by_cause["headers: expected a map, got int N"]
+    assert [r["requirement"] for r in headers["requirements"]] == ["R-1", "R-2"]     # worst verdict first
+    assert headers["verdict"] == "FAIL" and headers["cases"] == ["a.py::t[1]", "a.py::t[2]"]
+    assert [r["requirement"] for r in by_cause["no Close before closing"]["requirements"]] == ["R-3"]
+    from tools.matrix_page import matrix_page
+    out["implementations"] = [{"name": "srv", "version": "1", "kind": "server", "protocol": "p"}]
+    (tmp_path / "2026-11-28.json").write_text(json.dumps(out))
+    page = matrix_page(tmp_path)
+    assert "2 finding(s) (3 requirement(s) broken)" in page
+    assert "**srv 1**: **FAIL** in 2 case(s), first `a.py::t[1]`; 2 requirements:" in page
+    assert "- [R-1](requirements/p.md#r-1) [MUST] one \"first sentence\"" in page

@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         fh.write(local_paths(json.dumps(doc, indent=1), out, args.python))
     failed = [e["name"] for e in entries if "error" in e]
     print(f"matrix: {len(entries) - len(failed)} of {len(entries)} implementation(s) ran; "
-          f"{len(doc['problems'])} problem(s) found; {out}/index.html, {out}/matrix.json"
+          f"{len(doc['findings'])} finding(s) ({len(doc['problems'])} requirement(s) broken); {out}/index.html, {out}/matrix.json"
           + (f"; not run: {', '.join(failed)}" if failed else ""))
     return 2 if failed else 0
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from wirecheck.conformance.report_matrix import findings
+
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "matrix" / "recorded"
 #: Verdicts that mean nothing was wrong (a server's requirement rows with only these are left out).
@@ -76,20 +78,26 @@ def matrix_page(recorded_dir: Path = RECORDED) -> str:
                       for rid, row in rows]
             lines.append("")
     problems = doc.get("problems", [])
+    found = findings(problems)
     lines += ["## Problems found", "",
-              f"{len(problems)} line(s), by implementation: the requirement and its sentence, the verdict, and "
-              "(unfolded) the evidence, the first case's own message. A server bug that breaks the wire under "
-              "many tests (aiosignalr's MessagePack headers) is a line for each requirement those tests check.", ""]
+              f"{len(found)} finding(s) ({len(problems)} requirement(s) broken), by implementation: the verdict, "
+              "the requirements with their sentences, and (unfolded) the evidence, the first case's own message. "
+              "Requirements whose failures read the same (numbers, ids and quoted values aside) are one "
+              "finding: one bug that breaks the wire under many tests is one line.", ""]
     by_impl: dict[str, list[dict]] = {}
-    for p in problems:
-        by_impl.setdefault(p["implementation"], []).append(p)
-    for impl, found in by_impl.items():
+    for f in found:
+        by_impl.setdefault(f["implementation"], []).append(f)
+    for impl, group in by_impl.items():
         lines += [f"### {impl}", ""]
-        for p in found:
-            sentence = f" \"{_cell(p['sentence'])}\"" if p.get("sentence") else ""
-            lines += [f"**{_cell(p['implementation'])}**: {_req_link(p['protocol'], p['requirement'])} "
-                      f"[{p.get('level', '')}] {_cell(p.get('summary', ''))}{sentence}: **{p['verdict']}** "
-                      f"in {len(p['cases'])} case(s), first `{_cell(p['cases'][0])}`", "",
-                      '??? quote "evidence"', "    ```text",
-                      *("    " + line for line in p.get("evidence", "").splitlines()), "    ```", ""]
+        for f in group:
+            reqs = [f"{_req_link(f['protocol'], r['requirement'])} [{r.get('level', '')}] {_cell(r.get('summary', ''))}"
+                    + (f" \"{_cell(r['sentence'])}\"" if r.get("sentence") else "") for r in f["requirements"]]
+            head = (f"**{_cell(f['implementation'])}**: **{f['verdict']}** in {len(f['cases'])} case(s), "
+                    f"first `{_cell(f['cases'][0])}`")
+            if len(reqs) == 1:
+                lines += [f"{head}: {reqs[0]}", ""]
+            else:
+                lines += [f"{head}; {len(reqs)} requirements:", "", *(f"- {r}" for r in reqs), ""]
+            lines += ['??? quote "evidence"', "    ```text",
+                      *("    " + line for line in f.get("evidence", "").splitlines()), "    ```", ""]
     return "\n".join(lines)

@@ -10,6 +10,7 @@ the case's own message (what was expected, what happened, the driver's last word
 from __future__ import annotations
 
 from wirecheck.conformance import verdicts
+from wirecheck.conformance.causes import cause as _cause
 from wirecheck.conformance.report_text import anchor as _anchor
 from wirecheck.conformance.report_text import escape as _e
 from wirecheck.conformance.results import Run
@@ -86,9 +87,32 @@ def problems(run: Run) -> list[dict]:
     return list(out.values())
 
 
+def findings(problems_: list[dict]) -> list[dict]:
+    """Problem lines of one implementation and protocol whose evidence reads the same once what
+    varies between cases is taken out (:func:`wirecheck.conformance.causes.cause`), as one
+    finding: one encoding bug fails every requirement its tests check, and is one thing for the
+    implementer to fix. In the order the lines come; each with its requirements (ID, level,
+    summary, sentence), the worst verdict, the cases, and the first line's evidence."""
+    out: dict[tuple, dict] = {}
+    for p in problems_:
+        reason = _cause(p.get("evidence", "")) or p["requirement"]
+        key = (p["implementation"], p["protocol"], reason)
+        found = out.get(key)
+        if found is None:
+            out[key] = found = {"implementation": p["implementation"], "protocol": p["protocol"],
+                                "cause": reason, "verdict": p["verdict"], "evidence": p.get("evidence", ""),
+                                "requirements": [], "cases": []}
+        if verdicts.rank(p["verdict"]) > verdicts.rank(found["verdict"]):
+            found["verdict"] = p["verdict"]
+        found["requirements"].append({k: p.get(k, "") for k in ("requirement", "level", "summary", "sentence")})
+        found["cases"] += [c for c in p.get("cases", []) if c not in found["cases"]]
+    return list(out.values())
+
+
 def matrix_document(runs: list[Run], implementations: list[dict] | None = None) -> dict:
     """The matrix as data: per protocol, requirement -> implementation -> verdict (servers) and
-    scenario -> client -> cell (clients), the problems found, and ``implementations`` (what ran:
+    scenario -> client -> cell (clients), the problems found (a line per requirement) and the
+    same as findings (a line per cause, :func:`findings`), and ``implementations`` (what ran:
     name, version, kind, command; given by the caller)."""
     servers: dict[str, dict] = {}
     clients: dict[str, dict] = {}
@@ -104,7 +128,7 @@ def matrix_document(runs: list[Run], implementations: list[dict] | None = None) 
                     table.setdefault(rid, {})[run.label] = verdict
     return {"implementations": implementations or [{"name": r.label} for r in runs],
             "servers": servers, "clients": clients,
-            "problems": [p for r in runs for p in problems(r)]}
+            "problems": (found := [p for r in runs for p in problems(r)]), "findings": findings(found)}
 
 
 def client_matrix_html(runs: list[Run], badge) -> str:
