@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from wirecheck.reference_impl.core.server import SessionServer
 from wirecheck.reference_impl.signalr.hub import HubState
-from wirecheck.reference_impl.signalr.messages import (CancelInvocation, Completion, HandshakeRequest, Invocation,
-                                             StreamItem)
+from wirecheck.reference_impl.signalr.messages import (Ack, CancelInvocation, Completion, HandshakeRequest,
+                                                       Invocation, Sequence, StreamItem)
 from wirecheck.reference_impl.signalr.session import HubConfig, HubSession
 
 
@@ -65,6 +65,17 @@ class ClosesWithoutCloseMessage(HubSession):
             self._finish()
             return
         super()._protocol_error(out, category, message)
+
+
+class RefusesAck(HubSession):
+    """Takes Ack and Sequence (stateful reconnect, which it does not offer) as a protocol error
+    instead of ignoring them: a SHOULD broken (SIGR-V1-006), no MUST."""
+
+    def _dispatch(self, message, now, out):
+        if isinstance(message, (Ack, Sequence)):
+            self._protocol_error(out, "protocol", f"{type(message).__name__} is not supported")
+            return
+        super()._dispatch(message, now, out)
 
 
 class StreamsOnAfterCancel(HubSession):

@@ -11,8 +11,9 @@ import pytest
 from wirecheck.reference_impl.core.server import ThreadedServer
 from wirecheck.reference_impl.signalr.broker import make_broker
 
-from .signalr_faulty import (AcceptsAnyProtocol, ClosesWithoutCloseMessage, IgnoresProtocolErrors, NoHandshakeResponse, OneCallAtATime,
-                             StreamEndsWithResult, StreamsOnAfterCancel, StreamsSingleResults, raw_server)
+from .signalr_faulty import (AcceptsAnyProtocol, ClosesWithoutCloseMessage, IgnoresProtocolErrors, NoHandshakeResponse,
+                             OneCallAtATime, RefusesAck, StreamEndsWithResult, StreamsOnAfterCancel,
+                             StreamsSingleResults, raw_server)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -67,18 +68,39 @@ def test_one_broken_rule_fails_and_names_the_requirement(tmp_path, session_class
 def test_a_plain_close_on_a_protocol_error_is_a_should_not_a_must(tmp_path):
     """A hub that closes on a protocol error without a Close message (as aiosignalr 0.1.1 does)
     breaks SIGR-V1-005, a SHOULD: the state machine's MUST run (whose probes send protocol
-    errors) passes it, the rule's own test names it (NON-STRICT), and the exit status is 0."""
+    errors) passes it, the rule's own test names it (NON-STRICT), and the exit status is 0. The
+    SHOULD run of the machine, which checks V1-004, -005 and -006, breaks V1-005 only: the
+    other two are not reported as not met."""
     report = tmp_path / "r.json"
     with ThreadedServer(raw_server(ClosesWithoutCloseMessage)) as server:
         result = check(f"127.0.0.1:{server.address[1]}", "--", "-k",
-                       "test_invocation_lifecycles or test_protocol_error_is_announced_with_close",
-                       report=report, timeout=180)
+                       "test_invocation_lifecycles or test_protocol_error_is_announced_with_close"
+                       " or test_state_machine_should", report=report, timeout=180)
     doc = json.loads(report.read_text())
     got = {t["nodeid"].split("::")[-1]: t["verdict"] for t in doc["tests"]}
     must = {k: v for k, v in got.items() if k.startswith("test_invocation_lifecycles")}
     should = {k: v for k, v in got.items() if k.startswith("test_protocol_error_is_announced_with_close")}
     assert must and set(must.values()) == {"PASS"}, got
     assert should and set(should.values()) == {"NON-STRICT"}, got
+    machine = [t for t in doc["tests"] if "test_state_machine_should" in t["nodeid"]]
+    assert machine and all(t["verdict"] == "NON-STRICT" and t["broke"] == ["SIGR-V1-005"] for t in machine), machine
+    assert "SIGR-V1-005" in doc["summary"]["signalr"]["failing_requirements"]
+    assert not {"SIGR-V1-004", "SIGR-V1-006"} & set(doc["summary"]["signalr"]["failing_requirements"]), doc["summary"]
+    assert result.returncode == 0, result.stdout[-3000:]
+
+
+def test_the_state_machine_names_the_requirement_it_broke(tmp_path):
+    """The SHOULD run of the machine checks SIGR-V1-004, -005 and -006; a hub that closes on an
+    Ack breaks V1-006 alone: the run is NON-STRICT for that one, the others are not "not met"."""
+    report = tmp_path / "r.json"
+    with ThreadedServer(raw_server(RefusesAck)) as server:
+        result = check(f"127.0.0.1:{server.address[1]}", "--", "-k", "test_state_machine_should",
+                       report=report, timeout=180)
+    doc = json.loads(report.read_text())
+    machine = [t for t in doc["tests"] if "test_state_machine_should" in t["nodeid"]]
+    assert machine and all(t["verdict"] == "NON-STRICT" and t["broke"] == ["SIGR-V1-006"] for t in machine), machine
+    assert "Ack" in machine[0]["message"] or "Sequence" in machine[0]["message"], machine[0]["message"]
+    assert doc["summary"]["signalr"]["failing_requirements"] == ["SIGR-V1-006"], doc["summary"]
     assert result.returncode == 0, result.stdout[-3000:]
 
 

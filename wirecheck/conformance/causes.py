@@ -61,7 +61,7 @@ def group(results, min_tests: int = MIN_TESTS) -> list[dict]:
         for r in tests:
             counts[r["verdict"]] += 1
         out.append({"cause": key, "tests": len(tests),
-                    "requirements": sorted({i for r in tests for i in r.get("requirements", [])}),
+                    "requirements": sorted({i for r in tests for i in r.get("broke") or r.get("requirements", [])}),
                     "verdicts": dict(sorted(counts.items())),
                     "example": tests[0]["nodeid"]})
     out.sort(key=lambda g: (-g["tests"], g["cause"]))

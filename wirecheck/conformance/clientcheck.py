@@ -323,7 +323,7 @@ def summarise(doc: dict, spec) -> dict:
         counts[t["verdict"]] += 1
         for rid in t["requirements"]:
             by_id[rid].append(t)
-    verdict_of = {rid: requirement_verdict(ts, {}) for rid, ts in by_id.items()}
+    verdict_of = {rid: requirement_verdict(ts, {}, rid) for rid, ts in by_id.items()}
     failing = sorted(r for r, v in verdict_of.items() if v in (verdicts.FAIL, verdicts.NON_STRICT, verdicts.CRASH,
                                                                verdicts.HANG, verdicts.HARNESS_ERROR))
     harness = counts.get(verdicts.HARNESS_ERROR, 0) > 0

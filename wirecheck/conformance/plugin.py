@@ -343,7 +343,9 @@ def pytest_runtest_makereport(item, call):
     tgt = item.stash.get(_TARGET_KEY, None)
     profile = tgt.profile if tgt is not None else None
     crashed = report.when == "call" and lifecycle.after_test(item, report)
-    verdict = verdicts.CRASH if crashed else verdicts.classify(report, call, proto, ids, profile,
+    # a failure that names the requirement it broke (verdicts.Breach) is judged by that one
+    broke = verdicts.broken_ids(call.excinfo.value, ids) if report.failed and call.excinfo else []
+    verdict = verdicts.CRASH if crashed else verdicts.classify(report, call, proto, broke or ids, profile,
                                                                strict_mode(item.config))
     allowance = item.config.stash.get(_RUN_KEY, None)
     if allowance is not None and (report.when == "call" or verdict != verdicts.PASS):
@@ -351,9 +353,10 @@ def pytest_runtest_makereport(item, call):
                                        verdicts.INFORMATIONAL))
     if report.when == "call" or verdict != verdicts.PASS:
         # On the item too: JUnit XML writes the properties of the teardown report.
-        ours = ("protocol", "requirements", "verdict")
+        ours = ("protocol", "requirements", "verdict", "broke")
         item.user_properties[:] = [p for p in item.user_properties if p[0] not in ours] + [
-            ("protocol", proto), ("requirements", " ".join(ids)), ("verdict", verdict)]
+            ("protocol", proto), ("requirements", " ".join(ids)), ("verdict", verdict)] + (
+            [("broke", " ".join(broke))] if broke and not crashed else [])
         report.user_properties = list(item.user_properties)
     if verdict not in (verdicts.PASS, verdicts.SKIPPED, verdicts.HARNESS_ERROR) and ids:
         report.sections.append(("wirecheck requirements", verdicts.describe(proto, ids)))
@@ -459,6 +462,10 @@ class ResultCollector:
         if verdicts.rank(props["verdict"]) > verdicts.rank(entry["verdict"]):
             sections = dict(report.sections)
             entry["verdict"] = props["verdict"]
+            if props.get("broke"):
+                entry["broke"] = props["broke"].split()
+            else:
+                entry.pop("broke", None)
             entry["message"] = verdicts.message(report)
             entry["transcript"] = sections.get("wirecheck transcript", "")
             entry["wire"] = json.loads(sections.get("wirecheck wire", "[]"))
@@ -483,7 +490,7 @@ class ResultCollector:
             spec = registry.get(proto)
             cat = catalogue(spec.requirements)
             waivers = self._waivers(spec)
-            verdict_of = {rid: requirement_verdict(tests, {}) for rid, tests in by_id[proto].items()}
+            verdict_of = {rid: requirement_verdict(tests, {}, rid) for rid, tests in by_id[proto].items()}
 
             def having(*wanted):
                 return sorted(rid for rid, v in verdict_of.items() if v in wanted)

@@ -382,7 +382,8 @@ def _requirement_detail(proto, rid, req, verdict, tests, anchor, docs: str = "")
             actual = t.get("actual") or actual
         cases.append(f"<div class='case v-case-{_e(t['verdict'])}'>{_badge(t['verdict'])} <b>{_e(t['nodeid'])}</b> "
                      f"<small>({t.get('duration', 0) * 1000:.0f} ms; requirements "
-                     f"{_e(', '.join(t.get('requirements', [])))})</small>"
+                     f"{_e(', '.join(t.get('requirements', [])))}"
+                     + (f"; broke {_e(', '.join(t['broke']))}" if t.get("broke") else "") + ")</small>"
                      f"<div><b>expected:</b> {_e(expected)}</div><div><b>actual:</b> {_e(actual)}</div>"
                      + _wire(t) + "</div>")
     return (f"<div id='{anchor}' data-proto='{_e(proto)}' data-level='{_e(level)}' data-failed='{failed}'>"

@@ -71,7 +71,7 @@ def problems(run: Run) -> list[dict]:
             continue
         proto = t.get("protocol", "")
         cat = run.catalogue(proto)
-        for rid in t.get("requirements") or ["(none)"]:
+        for rid in t.get("broke") or t.get("requirements") or ["(none)"]:
             req = cat.get(rid, {})
             entry = out.get((proto, rid))
             if entry is None:

@@ -82,15 +82,18 @@ class Run:
                 by_id.setdefault(rid, []).append(t)
         out = {}
         for rid, req in self.catalogue(proto).items():
-            out[rid] = (requirement_verdict(by_id.get(rid, []), req), by_id.get(rid, []))
+            out[rid] = (requirement_verdict(by_id.get(rid, []), req, rid), by_id.get(rid, []))
         for rid, tests in by_id.items():           # IDs a newer suite knows and the catalogue not
-            out.setdefault(rid, (requirement_verdict(tests, {}), tests))
+            out.setdefault(rid, (requirement_verdict(tests, {}, rid), tests))
         return out
 
 
-def requirement_verdict(tests: list[dict], req: dict) -> str:
-    # a test blamed for the target's health (a spin) keeps its verdict for its requirements
-    found = {t.get("requirements_verdict", t["verdict"]) for t in tests}
+def requirement_verdict(tests: list[dict], req: dict, rid: str | None = None) -> str:
+    # a test blamed for the target's health (a spin) keeps its verdict for its requirements;
+    # a test that failed on another of its requirements (``broke``: verdicts.Breach) stopped
+    # there and says nothing of ``rid``
+    found = {t.get("requirements_verdict", t["verdict"]) for t in tests
+             if rid is None or not t.get("broke") or rid in t["broke"]}
     for v in _BROKEN:
         if v in found:
             return v

@@ -78,6 +78,29 @@ def informational(observation: str) -> None:
     pytest.skip(_INFORMATIONAL_PREFIX + observation)
 
 
+class Breach(AssertionError):
+    """A failed check that knows which of its test's requirements it broke: a test that checks
+    several (a state machine's SHOULD run: SIGR-V1-004, -005, -006) then fails only that one,
+    and the others keep what other tests say of them. The verdict's level is the broken ones'."""
+
+    def __init__(self, message: str, *requirements: str) -> None:
+        super().__init__(message)
+        self.requirements = tuple(requirements)
+
+
+def broken_ids(exc: BaseException | None, ids: list[str]) -> list[str]:
+    """The requirements a failure says it broke, when it is a :class:`Breach` (inside a group
+    too: hypothesis reports several failures as one) naming only IDs its test checks; else []
+    (every requirement of the test is taken as broken)."""
+    if exc is None:
+        return []
+    leaves = list(_leaves(exc)) if isinstance(exc, BaseExceptionGroup) else [exc]
+    named = [i for leaf in leaves for i in getattr(leaf, "requirements", ())]
+    if not named or not all(isinstance(leaf, Breach) for leaf in leaves) or not set(named) <= set(ids):
+        return []
+    return list(dict.fromkeys(named))
+
+
 def classify(report, call, proto: str, ids: list[str], profile, strict: bool) -> str:
     """The verdict of one phase's report; turns NON-STRICT/WAIVED failures into xfails."""
     if report.skipped:
