@@ -11,6 +11,7 @@ import random
 import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -557,3 +558,100 @@ def test_replay_runs_the_target_itself_and_names_its_crash(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "wirecheck", "replay", capture],
                              cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and "give --target HOST:PORT, or --target-command CMD" in missing.stderr
+
+
+# -- SignalR: a cancelled stream's items in flight -------------------------------------------------
+
+_RS = b"\x1e"
+
+
+def _sig(obj) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode() + _RS
+
+
+class _CancelHub:
+    """A raw-TCP SignalR hub that answers the recorded session, and sends ``extra`` more items
+    of the stream after the client's CancelInvocation (items in flight when it came)."""
+
+    def __init__(self, extra: int, complete: bool = False) -> None:
+        self.extra, self.complete = extra, complete
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self.sock.accept()
+        conn.settimeout(TIMEOUT)
+        buf = b""
+        with conn:
+            while True:
+                try:
+                    data = conn.recv(65536)
+                except OSError:
+                    return
+                if not data:
+                    return
+                buf += data
+                while _RS in buf:
+                    record, buf = buf.split(_RS, 1)
+                    msg = json.loads(record)
+                    if "protocol" in msg:
+                        conn.sendall(_sig({}))
+                    elif msg.get("type") == 4:
+                        conn.sendall(_sig({"type": 2, "invocationId": "1", "item": 0})
+                                     + _sig({"type": 2, "invocationId": "1", "item": 1})
+                                     + (_sig({"type": 3, "invocationId": "1"}) if self.complete else b""))
+                    elif msg.get("type") == 5:
+                        conn.sendall(b"".join(_sig({"type": 2, "invocationId": "1", "item": 2 + i})
+                                              for i in range(self.extra)))
+                    elif msg.get("type") == 1:
+                        conn.sendall(_sig({"type": 3, "invocationId": msg["invocationId"],
+                                           "result": msg["arguments"][0]}))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _cancel_capture(path, completed: bool) -> None:
+    """A raw-TCP SignalR session: a stream of which two items come, cancelled (or, with
+    ``completed``, ended by the server's Completion first), then an Echo."""
+    client, server = ("127.0.0.1", 41000), ("127.0.0.1", 5101)
+    with PcapWriter(str(path)) as w:
+        conv = TcpConversation(w, client, server, 100.0)
+        steps = [("c2s", _sig({"protocol": "json", "version": 1})), ("s2c", _sig({})),
+                 ("c2s", _sig({"type": 4, "invocationId": "1", "target": "Counter", "arguments": [9, 10]})),
+                 ("s2c", _sig({"type": 2, "invocationId": "1", "item": 0})
+                  + _sig({"type": 2, "invocationId": "1", "item": 1})
+                  + (_sig({"type": 3, "invocationId": "1"}) if completed else b"")),
+                 ("c2s", _sig({"type": 5, "invocationId": "1"})),
+                 ("c2s", _sig({"type": 1, "invocationId": "2", "target": "Echo", "arguments": ["x"]})),
+                 ("s2c", _sig({"type": 3, "invocationId": "2", "result": "x"}))]
+        t = 100.1
+        for direction, data in steps:
+            conv.data(direction, data, t)
+            t += 0.01
+        conv.close("c2s", t)
+        conv.close("s2c", t + 0.01)
+
+
+@pytest.mark.parametrize("extra,completed,verdict", [(0, False, "PASS"), (1, False, "PASS"), (3, False, "PASS"),
+                                                     (4, False, "FAIL"), (1, True, "FAIL")])
+def test_replay_takes_a_cancelled_streams_items_in_flight(tmp_path, extra, completed, verdict):
+    """Items of a stream the client cancelled may still come after the cancel (they were in
+    flight), in any order with the answers to later invocations: up to three are noted, not
+    mismatches; a fourth, or an item after a stream the recording completed, is one."""
+    spec = registry.get("signalr")
+    path = tmp_path / "cancel.pcap"
+    _cancel_capture(path, completed)
+    hub = _CancelHub(extra, complete=completed)
+    try:
+        [result] = replay.replay_capture(spec, str(path), _options(hub.port, ports=(5101,), timeout=1.0))
+    finally:
+        hub.close()
+    assert result.verdict == verdict, (result.mismatches, result.notes)
+    noted = [n for n in result.notes if "beyond the recording's" in n]
+    assert len(noted) == (0 if completed else min(extra, 3)), result.notes
+    if verdict == "FAIL":
+        late = '"item": 5' if not completed else '"item": 2'
+        assert any(late in m for m in result.mismatches), result.mismatches

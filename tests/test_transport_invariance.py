@@ -15,7 +15,7 @@ QUICK = ("-m", "not slow", "-k", "not stateful")
 
 @pytest.mark.parametrize("protocol", transport.PROTOCOLS)
 def test_the_same_verdicts_through_benign_transports(tmp_path, protocol):
-    direct = transport.suite_verdicts(protocol, "direct", str(tmp_path), QUICK)
+    direct = transport.suite_verdicts(protocol, "direct", str(tmp_path), QUICK, workers=1)
     assert len(direct["verdicts"]) > 40, direct
     broken = {k: v for k, v in direct["verdicts"].items()
               if v not in ("PASS", "SKIPPED", "UNIMPLEMENTED", "INFORMATIONAL")}
@@ -23,6 +23,6 @@ def test_the_same_verdicts_through_benign_transports(tmp_path, protocol):
     for mode in transport.modes_for(protocol, ("split", "extra")):
         # split: the first 2 KiB of each write byte by byte (the rest in 4 KiB writes)
         options = {"bytes": "2048"} if mode == "split" else None
-        other = transport.suite_verdicts(protocol, mode, str(tmp_path), QUICK, options=options)
+        other = transport.suite_verdicts(protocol, mode, str(tmp_path), QUICK, workers=1, options=options)
         differs = transport.compare(direct, other)
         assert not differs, (mode, differs)

@@ -145,6 +145,10 @@ class FlowReplay:
         self.actual: deque = deque()        # ("frame", dict, frame) or ("error", category, msg)
         # the target's asynchronous frames (Rules.async_key), per key, not yet compared
         self.async_got: dict = {}
+        # async keys the recording ended (Rules.ends_async), and the target's frames of the
+        # others taken beyond the recording's (Rules.TRAILING_ASYNC)
+        self.async_ended: set = set()
+        self.trailing: dict = {}
         # frames a server timer sends again (Rules.timer_key), matched by key wherever they come:
         # keys seen once on each side, the target's not yet expected, the recorded not yet come
         self.keys_recorded: set = set()
@@ -467,6 +471,9 @@ class FlowReplay:
             self.rec_server_dead = True
         for item, frame, again in self._compared(frames, live=False):
             entry = ("frame", item, frame)
+            ended = self.replay.rules.ends_async(item)
+            if ended is not None:
+                self.async_ended.add(ended)
             if again:
                 self._pair_timer_frame(entry, recorded=True)
             else:
@@ -589,11 +596,24 @@ class FlowReplay:
         return out
 
     def _extra_frames(self, when: str) -> None:
-        for pool in (self.actual, *self.async_got.values()):
+        for key, pool in ((None, self.actual), *self.async_got.items()):
             while pool:
                 got = pool.popleft()
+                if key is not None and self._trailing(key, got):
+                    continue
                 self.mismatch(f"the target sent a frame the recorded server did not {when}: "
                               f"{self._describe(got)}", ["nothing"], self._describe(got))
+
+    def _trailing(self, key, got) -> bool:
+        """Whether ``got``, beyond the recording's frames of ``key``, is one of the few a
+        sequence the recording never ended may still carry (Rules.TRAILING_ASYNC); noted."""
+        if key in self.async_ended or self.trailing.get(key, 0) >= self.replay.rules.TRAILING_ASYNC:
+            return False
+        self.trailing[key] = self.trailing.get(key, 0) + 1
+        self.note(f"the target sent {self._describe(got)} beyond the recording's, in a sequence the "
+                  "recorded server never ended (the client cancelled or left it): frames in flight "
+                  "then may still come")
+        return True
 
     def finish(self) -> None:
         if self.finished:

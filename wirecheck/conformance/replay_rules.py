@@ -93,6 +93,16 @@ class Rules:
         their key, wherever they come among the other frames of the connection."""
         return None
 
+    #: Frames of an asynchronous key (:meth:`async_key`) the target may send beyond the
+    #: recording's when the recording never ended that key (:meth:`ends_async`): a stream the
+    #: client cancelled or left, whose items in flight at that moment may still come. 0: none.
+    TRAILING_ASYNC = 0
+
+    def ends_async(self, frame: dict):
+        """The asynchronous key a recorded server frame ends (no more frames of that key may
+        follow it: a stream's Completion), or None."""
+        return None
+
     def skipped(self, frame: dict, live: bool, rewriter) -> bool:
         """Whether ``frame`` (the target's if ``live``, else the recording's) is left out of
         the comparison: content a server may add beyond what the client asked for."""
@@ -527,9 +537,26 @@ class SignalRRules(Rules):
     # Negotiate: the server picks the connection's id and token.
     MASKED = {"HttpResponse": ("body.connectionId", "body.connectionToken")}
 
+    #: "CancelInvocation": the server stops the stream, but items it had produced before the
+    #: cancel arrived may still be on the wire (the suite allows as many, SIGR-STR-004).
+    TRAILING_ASYNC = 3
+
     def __init__(self, options) -> None:
         super().__init__(options)
         self.tokens: dict[bytes, bytes] = {}      # recorded negotiate token/id -> the target's
+
+    def async_key(self, frame: dict):
+        # "Streaming": a server stream's items come as the hub method produces them, on its
+        # own clock: two streams interleave differently from run to run, and an item may
+        # come before or after the answer to a later, unrelated invocation. In order per stream.
+        if frame.get("type") == "StreamItem":
+            return "StreamItem", frame.get("invocation_id")
+        return None
+
+    def ends_async(self, frame: dict):
+        if frame.get("type") == "Completion":
+            return "StreamItem", frame.get("invocation_id")
+        return None
 
     def expand(self, frame: dict) -> list[dict]:
         """HTTP messages compared as a status, the header fields that are not the server's
