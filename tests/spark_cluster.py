@@ -102,11 +102,13 @@ class StandaloneCluster:
             master = self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                  "--port", str(self.port), "--webui-port", str(_free_port()))
             self._wait_for(master, "I have been elected leader", deadline)
-            for i in range(self.workers):
-                worker = self._start(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                     "--cores", str(self.cores), "--memory", self.memory,
-                                     "--webui-port", str(_free_port()), "--work-dir", str(self.dir / f"work-{i}"),
-                                     self.master_url)
+            # the workers start together (a JVM's start is seconds), then each must register
+            workers = [self._start(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                                   "--cores", str(self.cores), "--memory", self.memory,
+                                   "--webui-port", str(_free_port()), "--work-dir", str(self.dir / f"work-{i}"),
+                                   self.master_url)
+                       for i in range(self.workers)]
+            for worker in workers:
                 self._wait_for(worker, "Successfully registered with master", deadline)
         except BaseException:
             self.stop()
