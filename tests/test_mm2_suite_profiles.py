@@ -10,7 +10,7 @@ import sys
 
 from wirecheck.reference_impl.core.server import ThreadedServer
 from wirecheck.reference_impl.micromessage2.broker import make_broker
-from wirecheck.reference_impl.micromessage2.codec import Command
+from wirecheck.reference_impl.micromessage2.codec import Command, Error
 from wirecheck.reference_impl.micromessage2.session import MM2Session
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -98,3 +98,30 @@ def test_a_count_that_starts_near_the_wrap_breaks_only_the_should(tmp_path):
            if t["verdict"] not in ("PASS", "UNIMPLEMENTED", "INFORMATIONAL")}
     assert result.returncode == 0, result.stdout[-3000:]
     assert list(bad.values()) == [("NON-STRICT", ["MM2-MSG-007"])], bad
+
+
+class StaysAfterClientError(MM2Session):
+    """Keeps the connection after the client's ERROR frame (MM2-ERR-002, a SHOULD reading)."""
+
+    def _handle(self, frame) -> None:
+        if not isinstance(frame, Error):
+            super()._handle(frame)
+
+
+def test_the_should_machine_names_the_requirement_it_broke(tmp_path):
+    """The SHOULD run of the state machine checks MM2-FRAME-003 and MM2-ERR-002 with its probes;
+    a server that stays after the client's ERROR breaks ERR-002 alone, and FRAME-003 is not
+    reported as not met."""
+    report = tmp_path / "r.json"
+    broker = make_broker()
+    state, config = broker.state, broker.config
+    broker.server.make_session = lambda: StaysAfterClientError(state, config)
+    with ThreadedServer(broker) as server:
+        result = _check(server.address[1], "--timeout", "0.5", "--", "-k", "test_state_machine_should",
+                        report=report)
+    doc = json.loads(report.read_text())
+    [machine] = doc["tests"]
+    assert machine["verdict"] == "NON-STRICT" and machine["broke"] == ["MM2-ERR-002"], machine
+    assert "ERROR on a connection" in machine["message"], machine["message"]
+    assert doc["summary"]["micromessage2"]["failing_requirements"] == ["MM2-ERR-002"], doc["summary"]
+    assert result.returncode == 0, result.stdout[-3000:]

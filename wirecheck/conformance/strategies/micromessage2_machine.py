@@ -59,6 +59,7 @@ from typing import Optional
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from wirecheck.conformance.verdicts import Breach
 from wirecheck.reference_impl.micromessage2 import codec
 from wirecheck.reference_impl.micromessage2.codec import Error, ExtensionFrame, Message
 
@@ -420,9 +421,11 @@ class WindowMachine(RuleBasedStateMachine):
             self.reached[(phase, kind)] += 1
             frames, closed = self.driver.probe(phase, wire)
             want = [] if kind == "ERROR" else [Error]
-            assert closed and [type(f) for f in frames] == want, \
-                f"{kind} on a connection in phase {phase}: got {_short(frames)} " \
-                f"({'closed' if closed else 'open'}), expected {[w.__name__ for w in want]} and the close"
+            if not (closed and [type(f) for f in frames] == want):
+                # the client's ERROR is MM2-ERR-002's; any other probe, a malformed frame, MM2-FRAME-003's
+                raise Breach(f"{kind} on a connection in phase {phase}: got {_short(frames)} "
+                             f"({'closed' if closed else 'open'}), expected {[w.__name__ for w in want]} "
+                             "and the close", "MM2-ERR-002" if kind == "ERROR" else "MM2-FRAME-003")
 
     # -- checking ----------------------------------------------------------------------------------
 
