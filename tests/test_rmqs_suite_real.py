@@ -90,7 +90,8 @@ def test_the_matrix_with_real_rabbitmq_and_two_real_clients(rabbitmq, tmp_path):
     recorded.mkdir()
     (recorded / "2026-01-01.json").write_text((out / "matrix.json").read_text())
     page = matrix_page(recorded)
-    assert "| server-close |" in page and "**rbfly 0.10.0**: [RMQS-CLOSE-003](requirements/rabbitmq-stream.md#rmqs-close-003)" in page
+    assert "| server-close |" in page and "[RMQS-CLOSE-003](requirements/rabbitmq-stream.md#rmqs-close-003)" in page
+    assert "**rbfly 0.10.0**: **FAIL** in " in page and "**rbfly 0.10.0**: **HANG** in " in page
 
 
 @pytest.mark.parametrize("capture", ["rabbitmq-stream-rstream.pcap",
