@@ -197,3 +197,5 @@ def test_a_breach_fails_only_the_requirement_it_names(tmp_path):
     assert verdict_of["BLIP-HELLO-003"] == "NON-STRICT" and verdict_of["BLIP-FRAME-001"] == "NOT-RUN"
     assert verdict_of["BLIP-FRAME-002"] == verdict_of["BLIP-IO-002"] == "FAIL"
     assert sorted(p["requirement"] for p in problems(run)) == ["BLIP-FRAME-002", "BLIP-HELLO-003", "BLIP-IO-002"]
+    from wirecheck.conformance.report_html import render
+    assert "requirements BLIP-FRAME-001, BLIP-HELLO-003; broke BLIP-HELLO-003)" in render([run], docs="")
