@@ -40,15 +40,15 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_runtest_protocol(item, nextitem):
-    """With WIRECHECK_TEST_TIMELINE=DIR, each xdist worker appends when each test started and
-    ended to DIR/<worker>.jsonl: which worker sat idle, and when, is what `--durations` hides."""
+    """With WIRECHECK_TEST_TIMELINE=DIR, each xdist worker appends when each test started to
+    DIR/<worker>.jsonl (a test ends where its worker's next one starts): which worker sat
+    idle, and when, is what `--durations` hides."""
     import os
     where = os.environ.get("WIRECHECK_TEST_TIMELINE")
     if where:
         import json
         import time
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        item.user_properties.append(("timeline_start", time.time()))
         with open(os.path.join(where, f"{worker}.jsonl"), "a") as out:
             out.write(json.dumps({"start": time.time(), "nodeid": item.nodeid}) + "\n")
     return None
