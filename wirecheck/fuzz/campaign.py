@@ -82,6 +82,10 @@ def run_job(job: Job) -> Job:
         line = next((x for x in reversed(proc.stdout.splitlines()) if x.startswith("{")), "")
         if line:
             job.result = json.loads(line)
+            error = job.result.get("kit_error")
+            if error:               # the job's summary came, but the kit failed: an error, not a finding
+                job.error = (f"the kit's own error in case {error['case']} of --seed {error['seed']}: "
+                             f"{error['error']}")
         else:
             job.error = f"exit {proc.returncode}: " + "\n".join(proc.stderr.splitlines()[-10:])
     except subprocess.TimeoutExpired:

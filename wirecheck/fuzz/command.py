@@ -179,7 +179,17 @@ def _live(args, spec, seconds: float) -> int:
     from pathlib import Path
 
     from wirecheck.fuzz.live import LiveFuzzer, LiveOptions, ManagedTarget
-    options = LiveOptions(timeout=args.timeout, quiet=args.quiet, seed=args.seed, profile=args.profile,
+    profile = args.profile
+    if profile is not None:
+        # read as the suites read it (conformance/profiles.py): a file's ``extends`` names the
+        # built-in reading the codec, the seeds and the liveness probe must speak
+        from wirecheck.conformance.profiles import ProfileError, load_profile
+        try:
+            profile = load_profile(spec, profile).base
+        except ProfileError as exc:
+            print(f"wirecheck fuzz: {exc}", file=sys.stderr)
+            return EXIT_HARNESS
+    options = LiveOptions(timeout=args.timeout, quiet=args.quiet, seed=args.seed, profile=profile,
                           restart_wait=args.restart_wait, extra_seeds=tuple(args.seeds))
     if args.findings:
         options.findings = Path(args.findings)
@@ -221,4 +231,16 @@ def _live(args, spec, seconds: float) -> int:
     _print(summary, args.json)
     if summary["stopped"] and not args.json:
         print(f"stopped: {summary['stopped']}", file=sys.stderr)
-    return EXIT_FINDINGS if summary["findings"] else EXIT_OK
+    error = summary.get("kit_error")
+    if error:
+        print(f"wirecheck fuzz: the kit's own error (a bug of wirecheck, not a finding) in case "
+              f"{error['case']} of --seed {error['seed']} ({error['mutation']}): {error['error']}\n"
+              f"{error['traceback']}", file=sys.stderr)
+        return EXIT_HARNESS
+    return live_exit_status(summary)
+
+
+def live_exit_status(summary: dict) -> int:
+    """1 when a finding stands (reproduced, or not replayable: the kit did not start the
+    target); a crash that a fresh target never gave back does not alone make it 1."""
+    return EXIT_FINDINGS if any(f.get("reproduced") != 0 for f in summary["findings"]) else EXIT_OK

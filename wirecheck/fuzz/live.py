@@ -168,6 +168,21 @@ class Finding:
         return b"".join(self.frames)
 
 
+#: Bytes of a case kept in a kit error's report (hex).
+KIT_ERROR_BYTES = 64 * 1024
+
+
+def kit_error(exc: BaseException, seed: int, case_number: int, case: dict) -> dict:
+    """What a kit error's report says: the exception and where it was raised, the seed and the
+    number of the case (``--seed`` makes the same cases again), and the case's frames."""
+    import traceback
+    data = b"".join(case.get("frames") or ())
+    return {"error": f"{type(exc).__name__}: {exc}", "seed": seed, "case": case_number,
+            "mutation": case.get("how", ""), "writes": case.get("writes"),
+            "frames": [f.hex() for f in case.get("frames") or ()] if len(data) <= KIT_ERROR_BYTES else None,
+            "traceback": "".join(traceback.format_exception(exc)[-12:])}
+
+
 # --- the fuzzer ----------------------------------------------------------------------------
 
 @dataclass
@@ -203,6 +218,7 @@ class LiveFuzzer:
         self.findings: dict[str, Finding] = {}
         self.execs = 0
         self.stopped = ""                # why the run ended early (a dead external target)
+        self.kit_error: dict | None = None   # the kit's own exception, which ended the run
         self.folder = Path(options.findings) / f"live-{spec.id}"
 
     # -- running ---------------------------------------------------------------------------
@@ -213,27 +229,44 @@ class LiveFuzzer:
         started, t0 = time.time(), time.monotonic()
         deadline = t0 + seconds
         while time.monotonic() < deadline and (max_cases is None or self.execs < max_cases):
-            frames, changed, how = self.mutator.mutate(self.rng.choice(self.corpus), self.corpus)
-            if not frames:
-                continue
-            data = b"".join(frames)
-            writes = self.mutator.writes(len(data))
-            outcome = self.execute(data, writes)
-            self.execs += 1
-            shape = outcome.shape(self.spec)
-            if shape not in self.shapes:
-                self.shapes.add(shape)
-                if len(self.corpus) < MAX_CORPUS:
-                    self.corpus.append(tuple(frames))
-            kind, reason = self.judge(outcome)
-            if kind:
-                if not self.found(kind, reason, outcome, frames, changed, how, writes) or stop_on_finding:
+            case: dict = {}
+            try:
+                if not self.one_case(case, stop_on_finding):
                     break
+            except Exception as exc:
+                # The kit's own bug (the mutator, a decoder view, the bookkeeping): never a
+                # finding about the target. The run ends with what reproduces it: the seed and
+                # the case's number, and the case itself when it was made.
+                self.kit_error = kit_error(exc, self.options.seed, self.execs, case)
+                break
             if progress is not None:
                 progress(self)                 # after every case: the caller decides how often to show it
         if progress is not None:
             progress(self)
         return self.summary(started, time.monotonic() - t0)
+
+    def one_case(self, case: dict, stop_on_finding: bool) -> bool:
+        """Make, send and judge one case (``case`` is filled as it is made, for a kit error's
+        report); False when the run ends."""
+        frames, changed, how = self.mutator.mutate(self.rng.choice(self.corpus), self.corpus)
+        case.update(frames=frames, how=how)
+        if not frames:
+            return True
+        data = b"".join(frames)
+        writes = self.mutator.writes(len(data))
+        case["writes"] = writes
+        outcome = self.execute(data, writes)
+        self.execs += 1
+        shape = outcome.shape(self.spec)
+        if shape not in self.shapes:
+            self.shapes.add(shape)
+            if len(self.corpus) < MAX_CORPUS:
+                self.corpus.append(tuple(frames))
+        kind, reason = self.judge(outcome)
+        if kind:
+            if not self.found(kind, reason, outcome, frames, changed, how, writes) or stop_on_finding:
+                return False
+        return True
 
     def execute(self, data: bytes, writes: list[int]) -> Outcome:
         o = self.options
@@ -386,7 +419,7 @@ class LiveFuzzer:
             "execs": self.execs, "exec_per_s": round(self.execs / elapsed, 1) if elapsed > 0 else 0.0,
             "seeds": len(self.seeds), "corpus_size": len(self.corpus), "coverage": len(self.shapes),
             "restarts": self.managed.restarts if self.managed is not None else 0,
-            "stopped": self.stopped,
+            "stopped": self.stopped, "kit_error": self.kit_error,
             "findings": [{"kind": f.kind, "signature": f.signature, "count": f.count, "file": f.file,
                           "reproduced": f.reproduced, "replays": REPLAYS,
                           "frames": len(f.frames), "bytes": len(f.data),

@@ -54,7 +54,11 @@ class Mutator:
     # -- positions and values -------------------------------------------------------------
 
     def _pos(self, n: int) -> int:
-        """A position in a frame of ``n`` bytes: the head most often, then the tail."""
+        """A position in a frame of ``n`` bytes: the head most often, then the tail. An empty
+        frame (a deletion or truncation can leave one) has one position, 0: where an insert
+        or a write goes."""
+        if n <= 0:
+            return 0
         r = self.rng.random()
         if r < 0.6:
             return self.rng.randrange(min(n, HEAD))
@@ -86,6 +90,11 @@ class Mutator:
 
     def _one(self, data: bytearray) -> tuple[bytearray, str]:
         rng, n = self.rng, len(data)
+        if n == 0:
+            # an earlier change of this frame deleted every byte: nothing to flip, write over
+            # or cut; only an insertion means anything (and keeps every range below non-empty)
+            junk = bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 8)))
+            return bytearray(junk), f"{len(junk)} random byte(s) into an emptied frame"
         op = rng.choices(("flip", "byte", "int", "length", "token", "truncate", "insert",
                           "delete", "repeat"), (10, 14, 14, 8, 8, 6, 6, 5, 4))[0]
         if op == "flip":

@@ -1,0 +1,55 @@
+"""``wirecheck fuzz`` never dies of its own bugs, and reads ``--profile FILE.toml`` as the suites
+do: an exception of the kit during a network campaign is the kit's error (exit 2, the summary
+still printed, with the seed and the case that caused it), never a finding."""
+from __future__ import annotations
+
+import json
+
+from wirecheck.conformance.cli import build_parser
+from wirecheck.fuzz import command, mutate
+
+
+def _fuzz(*argv):
+    return command.main(build_parser().parse_args(["fuzz", *argv]))
+
+
+def test_kit_exception_is_the_kits_error_with_seed_and_case(tmp_path, monkeypatch, capsys):
+    real = mutate.Mutator.mutate_frame
+    calls = []
+
+    def broken(self, frame):
+        calls.append(frame)
+        if len(calls) == 4:
+            raise ValueError("empty range for randrange() (planted)")
+        return real(self, frame)
+
+    monkeypatch.setattr(mutate.Mutator, "mutate_frame", broken)
+    status = _fuzz("--protocol", "blipmq", "--serve", "--time", "20", "--seed", "5", "--json",
+                   "--findings", str(tmp_path))
+    out, err = capsys.readouterr()
+    assert status == command.EXIT_HARNESS
+    summary = json.loads(out.strip().splitlines()[-1])          # the summary is printed all the same
+    error = summary["kit_error"]
+    assert error["seed"] == 5 and error["case"] == summary["execs"] and error["case"] >= 3
+    assert error["error"] == "ValueError: empty range for randrange() (planted)"
+    assert "broken" in error["traceback"] and error["mutation"] == ""
+    assert summary["findings"] == [] and not list(tmp_path.rglob("*.bin"))
+    assert f"case {error['case']} of --seed 5" in err and "not a finding" in err
+
+
+def test_profile_file_is_read_with_what_it_extends(tmp_path, capsys):
+    """VibeMQ 1.0 frames differ from the document's: a probe in the document's reading is not
+    answered, and the run stopped with exit 2 before any case when the file was not read."""
+    profile = tmp_path / "old-vibemq.toml"
+    profile.write_text('extends = "vibemq-1.0"\n')
+    status = _fuzz("--protocol", "vibemq", "--serve", "--profile", str(profile), "--time", "3", "--json",
+                   "--findings", str(tmp_path / "findings"))
+    out, err = capsys.readouterr()
+    assert status == command.EXIT_OK, err
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["execs"] > 10 and summary["findings"] == [] and summary["kit_error"] is None
+    assert summary["profile"] == "vibemq-1.0"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('extends = "vibemq-0.1"\n')
+    assert _fuzz("--protocol", "vibemq", "--serve", "--profile", str(bad), "--time", "3") == command.EXIT_HARNESS
+    assert "unknown profile 'vibemq-0.1'" in capsys.readouterr().err

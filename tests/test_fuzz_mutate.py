@@ -1,0 +1,46 @@
+"""The network fuzzer's mutator (wirecheck/fuzz/mutate.py) on the short frames that broke it: a
+deletion can empty a frame of 8 bytes or less, and the next change of the same frame then
+picked a position in nothing (``ValueError: empty range for randrange()``, which took a
+campaign against a real BlipMQ daemon down after two minutes)."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from wirecheck.fuzz.mutate import Mutator, load_dictionary
+
+DICTIONARY = Path(__file__).resolve().parent.parent / "wirecheck" / "fuzz" / "dictionaries" / "blipmq.dict"
+
+
+def test_short_frames_mutate_100000_times_without_an_error():
+    rng = random.Random(20240611)
+    mutator = Mutator(rng, load_dictionary(DICTIONARY))
+    emptied = 0
+    for i in range(100_000):
+        frame = rng.randbytes(1 + i % 16)             # 1 to 16 bytes, every length as often
+        changed, how = mutator.mutate_frame(frame)
+        assert isinstance(changed, bytes) and how, (frame, how)
+        emptied += "emptied frame" in how
+    # the path that used to raise was really taken, many times
+    assert emptied > 50, emptied
+
+
+def test_short_sessions_mutate_and_write_without_an_error():
+    rng = random.Random(7)
+    mutator = Mutator(rng, load_dictionary(DICTIONARY))
+    pool = [tuple(rng.randbytes(1 + rng.randrange(16)) for _ in range(rng.randrange(4))) for _ in range(50)]
+    for _ in range(20_000):
+        session = rng.choice(pool)
+        frames, changed, how = mutator.mutate(session, pool)
+        assert all(isinstance(f, bytes) for f in frames) and -1 <= changed <= len(session), how
+        total = sum(map(len, frames))
+        writes = mutator.writes(total)
+        assert sum(writes) == total and all(w >= 0 for w in writes)
+
+
+def test_emptied_frame_gets_bytes_back():
+    # a frame deleted down to nothing by the first change: the second inserts, never indexes
+    mutator = Mutator(random.Random(1))
+    data, how = mutator._one(bytearray())
+    assert 1 <= len(data) <= 8 and "emptied frame" in how
+    assert mutator._pos(0) == 0
