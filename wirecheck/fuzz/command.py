@@ -107,8 +107,24 @@ def _print(summary: dict, as_json: bool) -> None:
     for f in summary["findings"]:
         where = f.get("file") or ""
         print(f"  {f['kind'].upper()}: {f['signature']}" + (f"  ({where})" if where else ""), flush=True)
+        if "replayed" in f:             # the network fuzzer's: what a fresh target did with it
+            print(f"    {_replayed(f)}", flush=True)
         if f.get("reproduce"):
             print(f"    reproduce: {f['reproduce']}", flush=True)
+    gone = summary.get("not_reproduced") or []
+    if gone:
+        print(f"{len(gone)} event(s) a freshly started target never gave back (not findings):", flush=True)
+        for f in gone:
+            print(f"  {f['kind'].upper()} (not reproduced, 0 of {f['replays']}): {f['signature']}"
+                  + (f"  ({f['file']})" if f.get("file") else ""), flush=True)
+
+
+def _replayed(f: dict) -> str:
+    if not f["replayed"]:
+        return "not replayed (the kit did not start the target, so it cannot replay on a fresh one)"
+    variants = len(f.get("variants") or ())
+    return (f"reproduced {f['reproduced']} of {f['replays']} on a freshly started target; "
+            f"{f['connections']} connection(s); seen {f['count']} time(s), {variants} variant(s)")
 
 
 def _inprocess(args, spec, seconds: float) -> int:
@@ -242,5 +258,6 @@ def _live(args, spec, seconds: float) -> int:
 
 def live_exit_status(summary: dict) -> int:
     """1 when a finding stands (reproduced, or not replayable: the kit did not start the
-    target); a crash that a fresh target never gave back does not alone make it 1."""
-    return EXIT_FINDINGS if any(f.get("reproduced") != 0 for f in summary["findings"]) else EXIT_OK
+    target); an event that a fresh target never gave back (``not_reproduced``) does not alone
+    make it 1."""
+    return EXIT_FINDINGS if summary["findings"] else EXIT_OK

@@ -1,5 +1,5 @@
 """The network fuzzer: ``wirecheck fuzz --protocol P --target HOST:PORT`` (or ``--serve`` /
-``--command CMD``, to have the kit start the target and restart it after a crash).
+``--command CMD``, to have the kit start the target, restart it and replay what it finds).
 
 Each case is a recorded client session (fuzz/live_seeds.py) with one structure-aware change
 (fuzz/mutate.py), written whole, in pieces or byte by byte on a fresh connection. Then:
@@ -9,17 +9,19 @@ Each case is a recorded client session (fuzz/live_seeds.py) with one structure-a
 2. a liveness probe on another fresh connection (conformance/liveness.py) must be answered
    within ``timeout`` (a second probe follows a first without answer): refused, or the
    process the kit started exited, is a **crash**; no answer is a **hang**; an undecodable
-   answer, or the probe's connection closed without one, is a **violation**.
+   answer, or the probe's connection closed without one, is a **violation**;
+3. a target the kit started is watched (fuzz/live_health.py): a thread busy while nothing is
+   sent is a **spin**, memory or descriptors that keep rising are **growth**.
 
-A finding is checked before it is saved: the target is restarted (when the kit started it)
-and the case sent again as ``wirecheck replay`` will send it (in the same writes), three
-times; ``reproduced`` says how many of the three gave the same finding back. A reproduced crash
-is minimized frame by frame (a frame that is not needed is dropped). Each finding is saved once
-per signature: for a crash or hang, how the target went down (exit status or signal, refused,
-no answer) and the types of the last frames sent, never the text of a stack trace (which
-changes between runs); for a violation, the decode error with numbers masked. Saved as
-``<findings>/<kind>-<signature hash>.bin`` (the exact bytes) with a ``.json`` beside it (what
-was changed, answers, the process's last output, the command that reproduces it).
+What the campaign saw is a lead; the finding is what a freshly started target does with the
+recorded connections (fuzz/live_replay.py): the connection that failed, or the ones before it
+when the event needs them (a late death, state left by an earlier connection), replayed until
+the event comes back or clearly does not; ``reproduced`` says how many of ``replays`` fresh
+replays gave it back. A violation whose replay kills the target is a crash. Findings are
+grouped by the target's own evidence (fuzz/live_evidence.py: exit status, the first error line
+of its output, a traceback's exception and top frame; a spinning thread's name), one finding
+per root cause with its variants listed (fuzz/live_findings.py). With ``--target`` nothing is
+replayed, and each finding says so.
 
 The fuzzer is greybox without instrumentation: a case whose answers have a shape not seen
 before (the set of answer frame types and codes, how the connection ended) joins the corpus,
@@ -27,8 +29,6 @@ so later cases start from the states it reached. ``coverage`` counts those shape
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 import re
 import select
@@ -38,7 +38,12 @@ from pathlib import Path
 
 from wirecheck.conformance import liveness
 from wirecheck.conformance.target_process import ManagedTarget  # noqa: F401  (the fuzzer's target)
+from wirecheck.fuzz import live_findings
+from wirecheck.fuzz.live_evidence import crash_key, log_offset, output_since
+from wirecheck.fuzz.live_findings import ATTRIBUTION_TRIES, Finding
+from wirecheck.fuzz.live_health import HealthWatch
 from wirecheck.fuzz.live_io import read_answers, send_pieces
+from wirecheck.fuzz.live_replay import GROWTH, MAX_HISTORY, REPLAYS, SETTLE, SPIN, Event, Sent, Trials
 from wirecheck.fuzz.live_seeds import Seed, load_seeds
 from wirecheck.fuzz.mutate import Mutator, load_dictionary
 from wirecheck.fuzz.targets import FINDINGS
@@ -48,12 +53,10 @@ CRASH, HANG, VIOLATION = "crash", "hang", "violation"
 #: Bytes of answers read per case, and the corpus size kept (seeds plus new shapes).
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
 MAX_CORPUS = 4000
-#: Attempts (each a restart and a resend) spent minimizing one crash.
-MINIMIZE_ATTEMPTS = 24
-#: Replays of a finding before it is reported (``reproduced`` counts the ones that gave it back).
-REPLAYS = 3
-#: Frames of a crash's session named in its signature (the last ones sent).
+#: Frames of a case named in a variant's shape (the last ones sent).
 LAST_FRAMES = 2
+#: Seconds a spin's or growth's trial waits after its connections (the measure follows).
+HEALTH_SETTLE = 0.1
 
 
 # --- one case ----------------------------------------------------------------------------
@@ -65,7 +68,6 @@ class Outcome:
     violation: str = ""                           # the decode error of the answers, if any
     probe: liveness.ProbeResult | None = None
     send_error: str = ""
-    died: str = ""                                # crash or hang: how the target went down
 
     def shape(self, spec) -> tuple:
         """What the answers looked like, for novelty: frame types and codes, the ending."""
@@ -131,43 +133,6 @@ def frame_kinds(spec, frames, profile: str | None = None, last: int = LAST_FRAME
     return ", ".join(names)
 
 
-def death_signature(kind: str, died: str, frames_sent: str) -> str:
-    """A crash's or hang's signature: how the target went down (exit status or signal,
-    refused, no answer) and the types of the last frames sent. Not the text of a stack trace,
-    which changes from run to run (addresses, thread names, timings), so replays of one
-    finding keep one signature."""
-    return f"{kind}: {_NUMBERS.sub('N', died)}; after {frames_sent}"
-
-
-def crash_detail(tail: str, status: str) -> str:
-    """The line that names a crash: the last exception line of a traceback, else the status."""
-    for line in reversed(tail.splitlines()):
-        if re.match(r"^\w[\w.]*(Error|Exception|Exit|Interrupt)\b", line) or "Fatal" in line or "panic" in line:
-            return line.strip()
-    return status
-
-
-@dataclass
-class Finding:
-    kind: str
-    signature: str
-    reason: str
-    frames: list[bytes]
-    changed: int
-    how: str
-    writes: list[int]
-    answers: list = field(default_factory=list)
-    output: str = ""
-    reproduced: int | None = None       # of REPLAYS replays, how many gave the finding back
-    minimized_from: int | None = None
-    count: int = 1
-    file: str = ""
-
-    @property
-    def data(self) -> bytes:
-        return b"".join(self.frames)
-
-
 #: Bytes of a case kept in a kit error's report (hex).
 KIT_ERROR_BYTES = 64 * 1024
 
@@ -215,11 +180,19 @@ class LiveFuzzer:
             raise RuntimeError(f"no seed sessions for {spec.id}: no capture or corpus decodes")
         self.corpus: list[tuple[bytes, ...]] = [s.frames for s in self.seeds]
         self.shapes: set = set()
+        #: signature -> finding, reproduced or not (``Finding.stands`` tells them apart)
         self.findings: dict[str, Finding] = {}
+        #: a campaign's first reading of a root cause -> the key its fresh-target replay gave
+        self.aliases: dict[str, str] = {}
         self.execs = 0
         self.stopped = ""                # why the run ended early (a dead external target)
         self.kit_error: dict | None = None   # the kit's own exception, which ended the run
         self.folder = Path(options.findings) / f"live-{spec.id}"
+        #: connections sent since the target's last start, oldest first (what a replay sends)
+        self.history: list[Sent] = []
+        self.case_offset = 0             # the target's log size before the last case
+        self.trials = Trials(self)
+        self.health = HealthWatch()
 
     # -- running ---------------------------------------------------------------------------
 
@@ -231,7 +204,7 @@ class LiveFuzzer:
         while time.monotonic() < deadline and (max_cases is None or self.execs < max_cases):
             case: dict = {}
             try:
-                if not self.one_case(case, stop_on_finding):
+                if not self.one_case(case) or (stop_on_finding and self.findings):
                     break
             except Exception as exc:
                 # The kit's own bug (the mutator, a decoder view, the bookkeeping): never a
@@ -245,9 +218,9 @@ class LiveFuzzer:
             progress(self)
         return self.summary(started, time.monotonic() - t0)
 
-    def one_case(self, case: dict, stop_on_finding: bool) -> bool:
+    def one_case(self, case: dict) -> bool:
         """Make, send and judge one case (``case`` is filled as it is made, for a kit error's
-        report); False when the run ends."""
+        report); False when the run cannot go on."""
         frames, changed, how = self.mutator.mutate(self.rng.choice(self.corpus), self.corpus)
         case.update(frames=frames, how=how)
         if not frames:
@@ -255,29 +228,54 @@ class LiveFuzzer:
         data = b"".join(frames)
         writes = self.mutator.writes(len(data))
         case["writes"] = writes
+        self.case_offset = log_offset(self.managed) if self.managed is not None else 0
+        sent = Sent(tuple(frames), writes, how, changed, time.time())
         outcome = self.execute(data, writes)
+        sent.ended = time.time()
         self.execs += 1
+        self.history.append(sent)
+        if len(self.history) > 2 * MAX_HISTORY:
+            del self.history[:-MAX_HISTORY]
         shape = outcome.shape(self.spec)
         if shape not in self.shapes:
             self.shapes.add(shape)
             if len(self.corpus) < MAX_CORPUS:
                 self.corpus.append(tuple(frames))
-        kind, reason = self.judge(outcome)
-        if kind:
-            if not self.found(kind, reason, outcome, frames, changed, how, writes) or stop_on_finding:
-                return False
+        event = self.judge(outcome)
+        if event is not None:
+            return self.found(event, outcome, sent)
+        lead = self.health.check(self.managed) if self.managed is not None else None
+        if lead is not None:
+            known = self.findings.get(self.aliases.get(lead.key, lead.key)) if lead.key else None
+            if known is not None and known.stands:
+                known.count += 1            # the same spinning thread again: counted, not replayed again
+                live_findings.save(self, known)
+                self.restart_target()
+                return True
+            candidates = [s for s in self.history if s.started <= lead.until]
+            self.attribute(Event(lead.kind, lead.key or f"{lead.kind}: ?", lead.detail), candidates, [])
         return True
 
-    def execute(self, data: bytes, writes: list[int]) -> Outcome:
+    def send_only(self, data: bytes, writes: list[int]) -> Outcome:
+        """One connection's bytes and its answers, no probe after (a replay's connections)."""
         o = self.options
         if o.url:
             from wirecheck.fuzz import live_ws
-            outcome = live_ws.send_and_read(self.spec, o.url, data, writes, o.profile, o.quiet, o.timeout,
-                                            MAX_ANSWER_BYTES, Outcome())
-            outcome.probe = live_ws.settled_probe(self.spec, o.url, o.profile, o.timeout)
-            return outcome
-        outcome = send_and_read(self.spec, self.host, self.port, data, writes, o.profile, o.quiet, o.timeout)
-        outcome.probe = liveness.settled_probe(self.spec, self.host, self.port, o.profile, o.timeout)
+            return live_ws.send_and_read(self.spec, o.url, data, writes, o.profile, o.quiet, o.timeout,
+                                         MAX_ANSWER_BYTES, Outcome())
+        return send_and_read(self.spec, self.host, self.port, data, writes, o.profile, o.quiet, o.timeout)
+
+    def settled(self) -> liveness.ProbeResult:
+        """The liveness probe, a second one after a first without answer."""
+        o = self.options
+        if o.url:
+            from wirecheck.fuzz import live_ws
+            return live_ws.settled_probe(self.spec, o.url, o.profile, o.timeout)
+        return liveness.settled_probe(self.spec, self.host, self.port, o.profile, o.timeout)
+
+    def execute(self, data: bytes, writes: list[int]) -> Outcome:
+        outcome = self.send_only(data, writes)
+        outcome.probe = self.settled()
         return outcome
 
     def alive(self) -> bool:
@@ -288,55 +286,135 @@ class LiveFuzzer:
             return live_ws.probe(self.spec, o.url, o.profile, o.timeout).ok
         return liveness.probe(self.spec, self.host, self.port, o.profile, o.timeout).ok
 
-    def judge(self, outcome: Outcome) -> tuple[str, str]:
-        """(kind, reason) of a case's outcome; ``outcome.died`` is set for a crash or hang (how
-        the target went down, for the signature)."""
+    def judge(self, outcome: Outcome) -> Event | None:
+        """What the campaign saw after a case, keyed as a first reading (a replay on a fresh
+        target gives the key the finding is filed under)."""
         probe = outcome.probe
         if self.managed is not None and self.managed.exited():
             status = self.managed.exit_status()
-            outcome.died = status
-            return CRASH, crash_detail(self.managed.output_tail(), status) + f" ({status})"
+            output = output_since(self.managed, self.case_offset)
+            key, detail = crash_key(status, output)
+            return Event(CRASH, key, f"{detail} ({status})", output)
         if probe.status == liveness.REFUSED or outcome.ended == "refused":
-            outcome.died = "refuses connections"
-            return CRASH, probe.detail or outcome.send_error
+            return Event(CRASH, "crash: refuses connections", probe.detail or outcome.send_error)
         if probe.status == liveness.SILENT:
-            outcome.died = ("still running, no answer" if self.managed is not None else "no answer")
-            return HANG, probe.detail
+            how = "still running, no answer" if self.managed is not None else "no answer"
+            return Event(HANG, f"hang: {how}", probe.detail)
         if outcome.violation:
-            return VIOLATION, f"undecodable answer: {outcome.violation}"
+            reason = f"undecodable answer: {outcome.violation}"
+            return Event(VIOLATION, signature(VIOLATION, reason), reason)
         if probe.status in (liveness.GARBAGE, liveness.CLOSED):
-            return VIOLATION, probe.detail
-        return "", ""
+            return Event(VIOLATION, signature(VIOLATION, probe.detail), probe.detail)
+        return None
 
     # -- findings --------------------------------------------------------------------------
 
-    def found(self, kind: str, reason: str, outcome: Outcome, frames: list[bytes], changed: int,
-              how: str, writes: list[int]) -> bool:
-        """Record a finding; False when the run cannot go on (an external target is down)."""
-        sig = self._signature(kind, reason, outcome, frames)
-        output = self.managed.output_tail() if self.managed is not None else ""
-        if sig in self.findings:
-            self.findings[sig].count += 1
-            return self.recover(kind)
-        finding = Finding(kind, sig, reason, list(frames), changed, how, writes,
-                          outcome.answers[:20], output)
-        if not self.recover(kind):
-            self.save(finding)
-            return False
-        finding.reproduced = sum(self.reproduces(finding, finding.frames) for _ in range(REPLAYS))
-        if finding.reproduced and kind == CRASH and self.managed is not None:
-            self.minimize(finding)
-        self.save(finding)
+    def found(self, event: Event, outcome: Outcome, sent: Sent) -> bool:
+        """Make a finding of what the campaign saw; False when the run cannot go on (an
+        external target is down)."""
+        key = self.aliases.get(event.key, event.key)
+        finding = self.findings.get(key)
+        if self.managed is None:
+            # nothing can be replayed on a fresh target: filed as seen, and said so
+            if finding is not None:
+                live_findings.add_variant(finding, self.variant_shape(sent), sent, False)
+            else:
+                finding = Finding(event.kind, key, event.detail, [sent], outcome.answers[:20], event.output)
+            live_findings.save(self, finding)
+            self.findings[key] = finding
+            return self.recover(event.kind)
+        if finding is not None and (finding.stands or finding.attempts >= ATTRIBUTION_TRIES):
+            self.variant(finding, sent)
+        else:
+            self.attribute(event, self.history, outcome.answers[:20])
         return True
 
-    def recover(self, kind: str) -> bool:
-        """Bring the target back after a crash or hang: restart it (kit-started), or wait
-        ``restart_wait`` for it to come back (external)."""
+    def attribute(self, event: Event, candidates: list[Sent], answers: list) -> None:
+        """Replay ``candidates`` on fresh targets (fuzz/live_replay.py) and file what came of it."""
+        spent = self.trials.count
+        candidates = list(candidates)       # each trial's restart clears the campaign's history
+        kind, settle = event.kind, HEALTH_SETTLE if event.kind in (SPIN, GROWTH) else SETTLE
+        wanted = event.key if kind in (SPIN, VIOLATION) else None
         if kind == VIOLATION:
-            return True
-        if self.managed is not None:
-            self.managed.restart()
-            self.port = self.managed.port
+            # a violation whose replay kills the target is a crash
+            replay = self.trials.trial(candidates[-1:], VIOLATION, settle)
+            if replay is not None and replay.kind == CRASH:
+                kind, wanted = CRASH, replay.key
+            candidates = candidates[-1:]
+        verdict = self.trials.attribute(kind, wanted, candidates, settle)
+        previous = self.findings.get(self.aliases.get(event.key, event.key))
+        if verdict.attribution is None:
+            finding = previous or Finding(kind, event.key, event.detail, candidates[-1:] or [Sent((), [0])],
+                                          answers, event.output, replayed=True, reproduced=0)
+            finding.count += previous is not None
+            finding.attempts += 1
+            finding.replays = verdict.replays
+            finding.trials += self.trials.count - spent
+            self.findings[finding.signature] = finding
+            live_findings.save(self, finding)
+            self.restart_target()
+            return
+        found = verdict.attribution
+        key = found.event.key
+        if key != event.key:
+            self.aliases[event.key] = key
+        existing = self.findings.get(key)
+        if existing is not None and existing.stands:
+            live_findings.add_variant(existing, self.variant_shape(found.connections[-1]), found.connections[-1], True)
+            live_findings.save(self, existing)
+            self.restart_target()
+            return
+        minimized = self.trials.minimize(found) if found.event.kind in (CRASH, HANG) else None
+        reproduced = self.trials.confirm(found)
+        finding = Finding(found.event.kind, key, found.event.detail, found.connections, answers,
+                          found.event.output, replayed=True, reproduced=reproduced, replays=REPLAYS,
+                          minimized_from=minimized)
+        if previous is not None and previous is not finding and not previous.stands:
+            finding.count += previous.count
+            finding.attempts = previous.attempts
+            if previous.signature != key:
+                del self.findings[previous.signature]
+        finding.attempts += 1
+        finding.trials = self.trials.count - spent
+        live_findings.add_variant(finding, self.variant_shape(found.connections[-1]), found.connections[-1],
+                                  reproduced > 0)
+        finding.count -= 1                 # add_variant counted the finding's own input again
+        self.findings[key] = finding
+        live_findings.save(self, finding)
+        self.restart_target()
+
+    def variant(self, finding: Finding, sent: Sent) -> None:
+        """Another input that reached a known root cause: counted, and listed with its bytes
+        when it gives the finding back on a fresh target in place of the finding's own failing
+        connection (checked once per new shape; an input the campaign only saw before a
+        late death may not be the one that caused it)."""
+        shape = self.variant_shape(sent)
+        known = any(v["shape"] == shape for v in finding.variants)
+        verified = False
+        if not known and len(finding.variants) < live_findings.MAX_VARIANTS and finding.kind in (CRASH, HANG, VIOLATION):
+            replay = self.trials.trial(finding.connections[:-1] + [sent], finding.kind, SETTLE)
+            verified = replay is not None and replay.key == finding.signature
+        live_findings.add_variant(finding, shape, sent, verified, listed=verified)
+        live_findings.save(self, finding)
+        self.restart_target()
+
+    def variant_shape(self, sent: Sent) -> str:
+        """How a variant differs: the types of the last frames of its failing connection."""
+        return frame_kinds(self.spec, sent.frames, self.options.profile) or "(nothing sent)"
+
+    def restart_target(self) -> None:
+        """A fresh process: nothing of the campaign's connections left in it."""
+        old = self.port
+        self.managed.restart()
+        self.port = self.managed.port
+        if self.options.url and old != self.port:      # the reference hub gets a new port
+            self.options.url = self.options.url.replace(f":{old}/", f":{self.port}/")
+        self.history.clear()
+        self.health.reset()
+
+    def recover(self, kind: str) -> bool:
+        """An external target after a crash or hang: wait ``restart_wait`` for it to come back."""
+        if kind in (VIOLATION, SPIN, GROWTH):
             return True
         deadline = time.monotonic() + self.options.restart_wait
         while time.monotonic() < deadline:
@@ -346,83 +424,16 @@ class LiveFuzzer:
         self.stopped = f"the target is down after a {kind} and was not restarted"
         return False
 
-    def reproduces(self, finding: Finding, frames: list[bytes]) -> bool:
-        """Whether ``frames``, sent on a fresh connection as ``wirecheck replay`` sends the
-        finding (in its writes when they still add up, else whole), give the same signature
-        again; the target is brought back after."""
-        data = b"".join(frames)
-        writes = finding.writes if sum(finding.writes) == len(data) else [len(data)]
-        outcome = self.execute(data, writes)
-        kind, reason = self.judge(outcome)
-        # the signature of what was first sent: a minimized session names other last frames
-        same = kind == finding.kind and self._signature(kind, reason, outcome, finding.frames) == finding.signature
-        if kind:
-            self.recover(kind)
-        return same
-
-    def _signature(self, kind: str, reason: str, outcome: Outcome, frames) -> str:
-        if kind in (CRASH, HANG):
-            return death_signature(kind, outcome.died, frame_kinds(self.spec, frames, self.options.profile))
-        return signature(kind, reason)
-
-    def minimize(self, finding: Finding) -> None:
-        """Drop frames the crash does not need, last to first (bounded attempts)."""
-        frames, attempts = list(finding.frames), 0
-        i = len(frames) - 1
-        while i >= 0 and attempts < MINIMIZE_ATTEMPTS and len(frames) > 1:
-            trial = frames[:i] + frames[i + 1:]
-            attempts += 1
-            if self.reproduces(finding, trial):
-                frames = trial
-            i -= 1
-        if len(frames) < len(finding.frames):
-            finding.minimized_from = len(finding.frames)
-            finding.frames = frames
-            finding.changed = -1
-            finding.writes = [len(finding.data)]
-
-    def save(self, finding: Finding) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        stem = f"{finding.kind}-{hashlib.sha1(finding.signature.encode()).hexdigest()[:10]}"
-        path = self.folder / f"{stem}.bin"
-        path.write_bytes(finding.data)
-        finding.file = str(path)
-        self.findings[finding.signature] = finding
-        meta = {
-            "protocol": self.spec.id, "profile": self.options.profile, "kind": finding.kind,
-            "signature": finding.signature, "reason": finding.reason,
-            "target": self.options.url or f"{self.host}:{self.port}",
-            "found": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "after_cases": self.execs,
-            "mutation": finding.how, "changed_frame": finding.changed,
-            "frames": [f.hex() for f in finding.frames], "writes": finding.writes,
-            "reproduced": finding.reproduced, "replays": REPLAYS,
-            "minimized_from_frames": finding.minimized_from,
-            "answers": [repr(a)[:300] for a in finding.answers],
-            "target_output": finding.output,
-            "reproduce": self.reproduce_command(path),
-        }
-        path.with_suffix(".json").write_text(json.dumps(meta, indent=1) + "\n")
-
-    def reproduce_command(self, path: Path | str) -> str:
-        """The replay command; a target the kit started gets a new port each time, so the
-        address is left for the user there, else it is the target's."""
-        profile = f" --profile {self.options.profile}" if self.options.profile else ""
-        address = "HOST:PORT" if self.managed is not None else f"{self.host}:{self.port}"
-        if self.options.url:                 # replay speaks raw TCP: the server's raw transport, if any
-            address = "HOST:RAW-TCP-PORT"
-        return f"wirecheck replay {path} --protocol {self.spec.id}{profile} --target {address}"
-
     def summary(self, started: float, elapsed: float) -> dict:
+        entries = [live_findings.entry(self, f) for f in self.findings.values()]
         return {
             "mode": "live", "protocol": self.spec.id, "profile": self.options.profile,
             "target": self.options.url or f"{self.host}:{self.port}", "started": started, "seconds": round(elapsed, 3),
             "execs": self.execs, "exec_per_s": round(self.execs / elapsed, 1) if elapsed > 0 else 0.0,
             "seeds": len(self.seeds), "corpus_size": len(self.corpus), "coverage": len(self.shapes),
             "restarts": self.managed.restarts if self.managed is not None else 0,
+            "replay_trials": self.trials.count,
             "stopped": self.stopped, "kit_error": self.kit_error,
-            "findings": [{"kind": f.kind, "signature": f.signature, "count": f.count, "file": f.file,
-                          "reproduced": f.reproduced, "replays": REPLAYS,
-                          "frames": len(f.frames), "bytes": len(f.data),
-                          "reproduce": self.reproduce_command(f.file)}
-                         for f in self.findings.values()],
+            "findings": [e for e, f in zip(entries, self.findings.values()) if f.stands],
+            "not_reproduced": [e for e, f in zip(entries, self.findings.values()) if not f.stands],
         }
