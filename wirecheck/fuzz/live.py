@@ -55,6 +55,8 @@ MAX_ANSWER_BYTES = 4 * 1024 * 1024
 MAX_CORPUS = 4000
 #: Frames of a case named in a variant's shape (the last ones sent).
 LAST_FRAMES = 2
+#: Seconds given a process that refuses connections to exit (and tell its exit status).
+EXIT_WAIT = 0.5
 #: Seconds a spin's or growth's trial waits after its connections (the measure follows).
 HEALTH_SETTLE = 0.1
 
@@ -290,6 +292,12 @@ class LiveFuzzer:
         """What the campaign saw after a case, keyed as a first reading (a replay on a fresh
         target gives the key the finding is filed under)."""
         probe = outcome.probe
+        if self.managed is not None and (probe.status == liveness.REFUSED or outcome.ended == "refused"):
+            # a process killed closes its sockets before it can be waited for: give its exit a
+            # moment, or the crash is filed without its exit status and output
+            deadline = time.monotonic() + EXIT_WAIT
+            while not self.managed.exited() and time.monotonic() < deadline:
+                time.sleep(0.01)
         if self.managed is not None and self.managed.exited():
             status = self.managed.exit_status()
             output = output_since(self.managed, self.case_offset)
@@ -336,12 +344,9 @@ class LiveFuzzer:
         kind, settle = event.kind, HEALTH_SETTLE if event.kind in (SPIN, GROWTH) else SETTLE
         wanted = event.key if kind in (SPIN, VIOLATION) else None
         if kind == VIOLATION:
-            # a violation whose replay kills the target is a crash
-            replay = self.trials.trial(candidates[-1:], VIOLATION, settle)
-            if replay is not None and replay.kind == CRASH:
-                kind, wanted = CRASH, replay.key
-            candidates = candidates[-1:]
-        verdict = self.trials.attribute(kind, wanted, candidates, settle)
+            candidates = candidates[-1:]    # an answer belongs to its own connection
+        # a violation whose replay kills the target is a crash
+        verdict = self.trials.attribute(kind, wanted, candidates, settle, worse=CRASH if kind == VIOLATION else None)
         previous = self.findings.get(self.aliases.get(event.key, event.key))
         if verdict.attribution is None:
             finding = previous or Finding(kind, event.key, event.detail, candidates[-1:] or [Sent((), [0])],
@@ -364,7 +369,8 @@ class LiveFuzzer:
             live_findings.save(self, existing)
             self.restart_target()
             return
-        minimized = self.trials.minimize(found) if found.event.kind in (CRASH, HANG) else None
+        # a hang costs two probe timeouts per trial: only crashes are worth minimizing
+        minimized = self.trials.minimize(found) if found.event.kind == CRASH else None
         reproduced = self.trials.confirm(found)
         finding = Finding(found.event.kind, key, found.event.detail, found.connections, answers,
                           found.event.output, replayed=True, reproduced=reproduced, replays=REPLAYS,

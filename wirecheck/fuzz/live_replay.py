@@ -120,6 +120,11 @@ class Trials:
                 rises.append((now["rss_kb"] - start["rss_kb"], now["fds"] - start["fds"]))
                 start = now
         probe = None if managed.exited() else f.settled()
+        if probe is not None and probe.status == liveness.REFUSED:
+            # a killed process closes its sockets before it can be waited for
+            deadline = time.monotonic() + 0.5
+            while not managed.exited() and time.monotonic() < deadline:
+                time.sleep(0.01)
         if managed.exited():
             return self._died(managed, offset)
         if probe.status == liveness.REFUSED:
@@ -166,22 +171,28 @@ class Trials:
 
     # -- attribution ------------------------------------------------------------------------
 
-    def attribute(self, kind: str, key: str | None, history: list[Sent], settle: float) -> Verdict:
+    def attribute(self, kind: str, key: str | None, history: list[Sent], settle: float,
+                  worse: str | None = None) -> Verdict:
         """Which of ``history`` (oldest first) give ``kind`` (with ``key``, or any key: the
-        first trial that reproduces fixes it) back on a fresh target; see the module doc."""
+        first trial that reproduces fixes it) back on a fresh target; see the module doc.
+        An event of kind ``worse`` (a violation's replay that kills the target: a crash) is
+        taken instead, and is then what the later trials look for."""
         verdict = Verdict(None)
         history = history[-MAX_HISTORY:]
         if not history:
             return verdict
-        wanted = {"key": key}
+        wanted = {"key": key, "kind": kind}
 
         chosen_settle = [settle]
 
         def hit(connections: list[Sent]) -> Event | None:
-            event = self.trial(connections, kind, chosen_settle[0])
+            event = self.trial(connections, wanted["kind"], chosen_settle[0])
             verdict.trials += 1
             verdict.log.append((len(connections), event.key if event else None))
-            if event is None or event.kind != kind or wanted["key"] not in (None, event.key):
+            if event is not None and worse is not None and event.kind == worse != wanted["kind"]:
+                wanted.update(kind=worse, key=event.key)
+                return event
+            if event is None or event.kind != wanted["kind"] or wanted["key"] not in (None, event.key):
                 return None
             wanted["key"] = event.key
             return event
@@ -199,7 +210,7 @@ class Trials:
         while found == 0 and full_tries < REPLAYS:
             # again, waiting longer for a late death (a server that fails off the connection's path)
             full_tries += 1
-            chosen_settle[0] = max(settle, MAX_SETTLE if kind in (CRASH, VIOLATION) else settle)
+            chosen_settle[0] = max(settle, MAX_SETTLE if wanted["kind"] in (CRASH, VIOLATION) else settle)
             event = hit(history)
             found = n if event is not None else 0
         if found == 0:

@@ -1,0 +1,50 @@
+"""Spin and growth findings of the network fuzzer (wirecheck/fuzz/live_health.py, live_replay.py)
+against tests/planted_servers.py: a thread that keeps a core busy after the input, and 32 MiB
+kept for good per input, are found while fuzzing, replayed on fresh targets 3 of 3, measured
+as the suites measure them (conformance/target_health.py)."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from wirecheck.conformance import target_health
+from tests.test_fuzz_planted import BLIP, TRIGGERS, assert_all_reproduced, meta, planted
+from wirecheck.fuzz.live import LiveFuzzer, LiveOptions
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+def _until_found(target, tmp_path, seed: int) -> dict:
+    fuzzer = LiveFuzzer(BLIP, target.host, target.port, LiveOptions(timeout=1.0, seed=seed, findings=tmp_path),
+                        managed=target)
+    return fuzzer.run(240, max_cases=3000, stop_on_finding=True)
+
+
+def test_spinning_thread_is_a_spin_finding(tmp_path):
+    target = planted("--on", ",".join(TRIGGERS), "--effect", "spin")
+    try:
+        summary = _until_found(target, tmp_path, seed=1)
+    finally:
+        target.close()
+    assert_all_reproduced(summary)
+    assert [f["kind"] for f in summary["findings"]] == ["spin"], (summary["findings"], summary["not_reproduced"])
+    found = summary["findings"][0]
+    assert found["signature"] == "spin: thread python" and found["connections"] == 1
+    assert f"for {target_health.IDLE:g} s with nothing sent" in found["reason"]
+    assert meta(found)["replayed"] is True
+
+
+def test_memory_kept_for_good_is_a_growth_finding(tmp_path):
+    target = planted("--on", ",".join(TRIGGERS), "--effect", "grow")
+    try:
+        summary = _until_found(target, tmp_path, seed=1)
+    finally:
+        target.close()
+    assert_all_reproduced(summary)
+    assert [f["kind"] for f in summary["findings"]] == ["growth"], (summary["findings"], summary["not_reproduced"])
+    found = summary["findings"][0]
+    assert found["signature"] == "growth: memory" and "resident memory rose by" in found["reason"]
+    # each of the three rounds of the same connection kept about 32 MiB more
+    rises = [int(x) for x in found["reason"].split("[")[1].split("]")[0].split(",")]
+    assert len(rises) == 3 and all(r >= 24 for r in rises), found["reason"]
