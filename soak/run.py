@@ -25,7 +25,7 @@ from benchmarks.run import machine  # noqa: E402
 from soak.common import write_result  # noqa: E402
 
 #: In the order they run: the kit first (it needs no broker), then the brokers.
-MODULES = ("hostile_targets", "hostile_clients", "durability", "load", "transport")
+MODULES = ("hostile_targets", "hostile_clients", "durability", "load", "transport", "culprits")
 
 
 def run_one(name: str, quick: bool, outdir: str) -> dict:

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from wirecheck.conformance import causes, plugin_lifecycle as lifecycle
+from wirecheck.conformance.report_text import crash_line
 from wirecheck.conformance import verdicts
 from wirecheck.conformance.suite_paths import _protocol_of_suite, suite_protocol  # noqa: F401
 from wirecheck.conformance.target import DEFAULT_MAX_TIMEOUTS, DEFAULT_TIMEOUT, Budget, RunAllowance, Target
@@ -36,8 +37,8 @@ _HTML_KEY = pytest.StashKey[str]()
 # The lifecycle hooks (preflight, the target process, crashes) live in their own module;
 # pytest finds hooks among this plugin module's names.
 from wirecheck.conformance.plugin_lifecycle import (  # noqa: E402,F401
-    pytest_cmdline_main, pytest_configure_node, pytest_runtest_protocol, pytest_runtest_setup, pytest_sessionfinish,
-    pytest_unconfigure, target_process)
+    pytest_cmdline_main, pytest_configure_node, pytest_runtest_protocol, pytest_runtest_setup, pytest_runtestloop,
+    pytest_sessionfinish, pytest_unconfigure, target_process)
 #: The run's slack over ``cases x timeout``: a minute, less 5 s kept for start-up, the report
 #: and the exit.
 RUN_SLACK = 55.0
@@ -150,7 +151,10 @@ def pytest_configure(config) -> None:
             raise pytest.UsageError(str(exc.args[0])) from None
         except ProfileError as exc:
             raise pytest.UsageError(str(exc)) from None
-        lifecycle.start_watch(config, registry.get(proto))
+        spec = registry.get(proto)
+        timeout = config.getoption("wirecheck_timeout")
+        lifecycle.start_watch(config, spec, config.getoption("wirecheck_test_budget") or default_budget(
+            timeout, load_profile(spec, config.getoption("wirecheck_profile"))), strict_mode(config))
         if _no_paths_given(config):
             # `pytest --protocol P` anywhere: the installed suite, not the current directory.
             config.args = [str(suites_root())]
@@ -320,6 +324,7 @@ def _run_allowance(config, timeout: float, profile) -> RunAllowance:
 def pytest_collection_finish(session) -> None:
     # The cases the run's allowance is counted for: the suite tests that will run.
     suite = [i for i in session.items if suite_protocol(i.path) is not None]
+    lifecycle.collected(session.config, suite)
     session.config.stash[_CASES_KEY] = (
         len(suite), sum(1 for i in suite if lifecycle.KILLS_THE_TARGET in getattr(i, "fixturenames", ())))
 
@@ -342,11 +347,11 @@ def pytest_runtest_makereport(item, call):
         return report
     tgt = item.stash.get(_TARGET_KEY, None)
     profile = tgt.profile if tgt is not None else None
-    crashed = report.when == "call" and lifecycle.after_test(item, report)
+    if report.when == "call":
+        lifecycle.note_health(item)
     # a failure that names the requirement it broke (verdicts.Breach) is judged by that one
     broke = verdicts.broken_ids(call.excinfo.value, ids) if report.failed and call.excinfo else []
-    verdict = verdicts.CRASH if crashed else verdicts.classify(report, call, proto, broke or ids, profile,
-                                                               strict_mode(item.config))
+    verdict = verdicts.classify(report, call, proto, broke or ids, profile, strict_mode(item.config))
     allowance = item.config.stash.get(_RUN_KEY, None)
     if allowance is not None and (report.when == "call" or verdict != verdicts.PASS):
         allowance.end_test(verdict in (verdicts.PASS, verdicts.SKIPPED, verdicts.UNIMPLEMENTED,
@@ -356,7 +361,7 @@ def pytest_runtest_makereport(item, call):
         ours = ("protocol", "requirements", "verdict", "broke")
         item.user_properties[:] = [p for p in item.user_properties if p[0] not in ours] + [
             ("protocol", proto), ("requirements", " ".join(ids)), ("verdict", verdict)] + (
-            [("broke", " ".join(broke))] if broke and not crashed else [])
+            [("broke", " ".join(broke))] if broke else [])
         report.user_properties = list(item.user_properties)
     if verdict not in (verdicts.PASS, verdicts.SKIPPED, verdicts.HARNESS_ERROR) and ids:
         report.sections.append(("wirecheck requirements", verdicts.describe(proto, ids)))
@@ -573,8 +578,7 @@ class ResultCollector:
                 f"SHOULD {cov['SHOULD'][0]}/{cov['SHOULD'][1]}, MAY {cov['MAY'][0]}/{cov['MAY'][1]}, "
                 f"untestable {cov['untestable']}")
             for crash in s["crashes"]:
-                tr.write_line(f"  target down during {crash['test']}: {crash['reason'].splitlines()[0]}"
-                              + ("" if crash.get("status") else "; the tests after it were not run"))
+                tr.write_line("  " + crash_line(crash))
             for spin in s["target_health"]["spins"]:
                 tr.write_line(f"  target busy while idle: thread {spin['thread']} at {spin['cpu']:.0%} of a core "
                               f"with no test running, since {' or '.join(spin['tests']) or 'an unknown test'}")
@@ -598,6 +602,9 @@ class ResultCollector:
         self._blame_spins()
         if lifecycle.spins(self.config) and strict_mode(self.config) and int(exitstatus) == pytest.ExitCode.OK:
             session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED      # NON-STRICT under --strict
+        if int(exitstatus) == pytest.ExitCode.OK and lifecycle.crashes(self.config):
+            # the target went down: a failure even when no test could be charged with it
+            session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
         if int(exitstatus) == pytest.ExitCode.TESTS_FAILED and any(
                 r["verdict"] == verdicts.HARNESS_ERROR for r in self.results.values()):
             # The kit failed, not (only) the target: exit 2, as `wirecheck check` documents.

@@ -11,8 +11,11 @@ preceded by :func:`pytest_runtest_setup` and judged for a crash by :func:`after_
 """
 from __future__ import annotations
 
+import argparse
+import contextlib
 import shlex
 import sys
+import time
 
 import pytest
 
@@ -25,11 +28,11 @@ _MANAGED_KEY = pytest.StashKey[tuple]()          # (ManagedTarget, Supervisor | 
 _PREFLIGHT_PASSED = pytest.StashKey[bool]()
 _HEALTH_KEY = pytest.StashKey[tuple]()           # (wall time, resources) at the test's start
 _SPINS_KEY = pytest.StashKey[object]()           # target_health.SpinWatch
+_HELD_KEY = pytest.StashKey[list]()              # held_reports.Held, in the order the tests ran
+_RERUN_TARGET_KEY = pytest.StashKey[object]()    # str | None: culprits.child_argv's --target
+_ISOLATE_KEY = pytest.StashKey[object]()         # isolation.Isolation: a culprit re-run (culprits.py)
 #: Default seconds a target started by the kit may take to accept connections.
 START_TIMEOUT = 30.0
-#: How many times a test is run while each run overlaps another test's crash (then it stays
-#: "not judged").
-RUNS_BESIDE_A_CRASH = 3
 
 
 def add_options(group) -> None:
@@ -37,6 +40,7 @@ def add_options(group) -> None:
                     help="start the target with CMD ({host}, {port} and {data_dir} are filled in), "
                          "restart it after a CRASH, stop it at the end; --target defaults to "
                          "127.0.0.1:{port} (give --target http://127.0.0.1:0/hub for a URL)")
+    group.addoption("--wirecheck-isolate", dest="wirecheck_isolate", default=None, help=argparse.SUPPRESS)
     group.addoption("--no-preflight", dest="wirecheck_preflight", action="store_false", default=True,
                     help="with --target: do not check before the run that the target answers the "
                          "protocol's handshake and takes the profile's credentials")
@@ -102,6 +106,7 @@ def _start_target(config) -> str | None:
     except RuntimeError as exc:
         managed.close()
         return str(exc)
+    config.stash[_RERUN_TARGET_KEY] = _rerun_target(address, managed.argv)
     url = address[2] if address and len(address) > 2 else None
     if url:
         from urllib.parse import urlsplit, urlunsplit
@@ -110,6 +115,19 @@ def _start_target(config) -> str | None:
     config.option.wirecheck_target = (host, managed.port) + ((url,) if url else ())
     config.stash[_MANAGED_KEY] = (managed, None)
     return None
+
+
+def _rerun_target(address, argv) -> str | None:
+    """The ``--target`` a culprit re-run (culprits.py) gives with the same command: the URL's
+    path, or the fixed port of a command that has no ``{port}``."""
+    if not address:
+        return None
+    if len(address) > 2:
+        return address[2]
+    if any("{port}" in a for a in argv):
+        return None
+    host = f"[{address[0]}]" if ":" in address[0] else address[0]
+    return f"{host}:{address[1]}"
 
 
 def _stop_target(config) -> None:
@@ -124,9 +142,10 @@ def _stop_target(config) -> None:
         config.stash[_MANAGED_KEY] = (None, None)
 
 
-def start_watch(config, spec) -> None:
+def start_watch(config, spec, per_test: float, strict: bool) -> None:
     """With a target (not the embedded broker, which lives in this process): the watch of this
-    process, and in the process that runs the target, its supervisor."""
+    process, and in the process that runs the target, its supervisor. In a culprit re-run
+    (``--wirecheck-isolate``, culprits.py) no watch: each test is judged alone (isolation.py)."""
     from wirecheck.conformance.crashwatch import CrashWatch, Supervisor
     from wirecheck.conformance.profiles import load_profile
     workerinput = getattr(config, "workerinput", None)
@@ -136,13 +155,23 @@ def start_watch(config, spec) -> None:
     if not address:
         return
     managed, _ = config.stash.get(_MANAGED_KEY, (None, None))
+    profile = load_profile(spec, config.getoption("wirecheck_profile"))
+    if config.getoption("wirecheck_isolate"):
+        from wirecheck.conformance.isolation import Isolation
+        if managed is not None:
+            config.stash[_ISOLATE_KEY] = Isolation(config.getoption("wirecheck_isolate"), managed, spec,
+                                                   profile, address, config.getoption("wirecheck_timeout"))
+        return
     folder = workerinput.get("wirecheck_watch") if workerinput else None
-    watch = CrashWatch(spec, load_profile(spec, config.getoption("wirecheck_profile")), address,
-                       config.getoption("wirecheck_timeout"), folder or CrashWatch.new_folder(),
-                       managed=bool(workerinput.get("wirecheck_managed") if workerinput
-                                    else config.getoption("wirecheck_target_command")),
-                       restart_timeout=START_TIMEOUT + 30)
+    command = (workerinput.get("wirecheck_command") if workerinput
+               else config.getoption("wirecheck_target_command"))
+    finder = _finder(config, command, workerinput.get("wirecheck_rerun_target") if workerinput
+                     else config.stash.get(_RERUN_TARGET_KEY, None), per_test, strict) if command else None
+    watch = CrashWatch(spec, profile, address, config.getoption("wirecheck_timeout"),
+                       folder or CrashWatch.new_folder(), managed=bool(command),
+                       restart_timeout=START_TIMEOUT + 30, finder=finder)
     config.stash[_WATCH_KEY] = watch
+    config.stash[_HELD_KEY] = []
     if config.stash.get(_PREFLIGHT_PASSED, False):
         watch.saw_alive()
     if managed is not None:
@@ -156,6 +185,20 @@ def start_watch(config, spec) -> None:
             ready_at=lambda: managed.ready_at).start()
 
 
+def _finder(config, command: str, rerun_target: str | None, per_test: float, strict: bool):
+    """The re-runner of a crash's suspects (culprits.py), with this run's options."""
+    from wirecheck.conformance.culprits import Finder, child_argv
+    return Finder(child_argv(config, command, rerun_target, strict), str(config.rootpath),
+                  str(config.invocation_params.dir), per_test)
+
+
+def collected(config, items) -> None:
+    """The suite's tests, once collected: where a culprit search finds each one's file."""
+    watch = config.stash.get(_WATCH_KEY, None)
+    if watch is not None and watch.finder is not None:
+        watch.finder.paths = {item.nodeid: str(item.path) for item in items}
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     """pytest-xdist: every worker speaks to the same target and watches through one folder."""
@@ -164,6 +207,8 @@ def pytest_configure_node(node) -> None:
         node.workerinput["wirecheck_watch"] = watch.folder
         node.workerinput["wirecheck_target"] = list(node.config.getoption("wirecheck_target"))
         node.workerinput["wirecheck_managed"] = watch.managed
+        node.workerinput["wirecheck_command"] = node.config.getoption("wirecheck_target_command")
+        node.workerinput["wirecheck_rerun_target"] = node.config.stash.get(_RERUN_TARGET_KEY, None)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -175,38 +220,19 @@ def pytest_runtest_setup(item) -> None:
     if why_not:
         pytest.skip(why_not)
     item.stash[_GENERATION_KEY] = generation
+    watch.note("start", generation, item.nodeid)
     pgid = watch.pgid()
-    if pgid:
-        import time
-
-        from wirecheck.conformance.target_health import resources
-        item.stash[_HEALTH_KEY] = (time.time(), resources(pgid))
+    started = time.time()
+    from wirecheck.conformance.target_health import resources
+    item.stash[_HEALTH_KEY] = (started, resources(pgid) if pgid else None)
 
 
-def after_test(item, report) -> bool:
-    """After a test's call: True when the target went down during it (the report becomes the
-    CRASH); a test whose run overlapped another's crash is not judged (the report becomes a
-    skip)."""
+def note_health(item) -> None:
+    """After a test's call: the target's memory and descriptors (target_health.py), as the
+    test's properties."""
     watch = item.config.stash.get(_WATCH_KEY, None)
-    if watch is None or report.skipped or _GENERATION_KEY not in item.stash:
-        return False
-    from wirecheck.conformance.crashwatch import CRASH
-    _note_health(item, watch)
-    seen = watch.after(item.nodeid, item.stash[_GENERATION_KEY])
-    _log_times(item, watch)           # after the look: its connection is this test's traffic too
-    if seen is None:
-        return False
-    kind, text = seen
-    if kind == CRASH:
-        before = f"\n\n{report.longrepr}" if report.longrepr else ""
-        report.outcome = "failed"
-        report.longrepr = f"{verdicts.CRASH_PREFIX}the target went down during this test: {text}{before}"
-        return True
-    report.outcome = "skipped"
-    report.longrepr = (str(item.path), item.location[1] or 0,
-                       f"Skipped: not judged: the target went down during {text}")
-    report.wirecheck_not_judged = True
-    return False
+    if watch is not None and _GENERATION_KEY in item.stash:
+        _note_health(item, watch)
 
 
 def _note_health(item, watch) -> None:
@@ -235,7 +261,6 @@ def _log_times(item, watch) -> None:
         return
     import json
     import os
-    import time
     line = json.dumps({"test": item.nodeid, "start": started[0], "end": time.time()}) + "\n"
     fd = os.open(os.path.join(watch.folder, "tests.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
@@ -267,25 +292,50 @@ def pytest_sessionfinish(session):
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    """In a culprit search's child (``--wirecheck-isolate``, culprits.py): the search instead of
+    the usual loop (isolation.py)."""
+    isolation = session.config.stash.get(_ISOLATE_KEY, None)
+    if isolation is None or session.config.option.collectonly:
+        return None
+    from wirecheck.conformance.isolation import run
+    run(session, isolation)
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
-    """With --target-command, a test that ran beside another test's crash is run again, against
-    the restarted target, so that it gets the verdict it would get from a healthy one."""
+    """A suite test against a watched target: run it, look at the target, and hold its reports
+    back until no crash can be charged to it (held_reports.py)."""
+    if not _is_suite(item):
+        return None
     watch = item.config.stash.get(_WATCH_KEY, None)
-    if watch is None or not watch.managed or not _is_suite(item):
+    if watch is None:
         return None
     from _pytest.runner import runtestprotocol
-    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+
+    from wirecheck.conformance import held_reports
+    held = item.config.stash[_HELD_KEY]
     # a test that kills the target runs alone (crashwatch.CrashWatch.turn)
-    with watch.turn(exclusive=KILLS_THE_TARGET in getattr(item, "fixturenames", ())):
+    exclusive = KILLS_THE_TARGET in getattr(item, "fixturenames", ())
+    with watch.turn(exclusive) if watch.managed else contextlib.nullcontext():
+        if exclusive and watch.managed and watch.seen_alive():
+            watch.clear_before_kill(item.nodeid)
         reports = runtestprotocol(item, nextitem=nextitem, log=False)
-        for _again in range(RUNS_BESIDE_A_CRASH - 1):
-            if not any(getattr(r, "wirecheck_not_judged", False) for r in reports):
-                break
-            item.user_properties.clear()          # the earlier run's verdict is not this one's
-            reports = runtestprotocol(item, nextitem=nextitem, log=False)
-    for report in reports:
-        item.ihook.pytest_runtest_logreport(report=report)
-    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        generation = item.stash.get(_GENERATION_KEY, None)
+        if generation is not None:
+            ended = time.time()
+            watch.note("end", generation, item.nodeid, when=ended)
+            watch.after(item.nodeid, generation)
+            _log_times(item, watch)           # after the look: its connection is this test's traffic too
+    if generation is None or watch.unwatched:
+        held_reports.drain(item.config, watch, held, final=False, give_up_after=0)
+        held_reports.log(item, reports)       # never ran against the target: nothing to charge it
+    else:
+        held.append(held_reports.Held(item, reports, generation, ended))
+    last = nextitem is None
+    held_reports.drain(item.config, watch, held, final=last,
+                       give_up_after=watch.restart_timeout + (watch.finder.allowance() if watch.finder else 0))
     return True
 
 

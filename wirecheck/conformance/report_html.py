@@ -31,6 +31,7 @@ from wirecheck.conformance import causes, verdicts
 from wirecheck.conformance.report_captures import captures
 from wirecheck.conformance.report_matrix import client_matrix_html, is_client_run
 from wirecheck.conformance.report_text import anchor as _anchor
+from wirecheck.conformance.report_text import crash_line
 from wirecheck.conformance.report_text import escape as _e
 from wirecheck.conformance.report_text import number as _num
 from wirecheck.conformance.report_text import seconds as _seconds
@@ -301,6 +302,31 @@ def _quote(req: dict) -> str:
     return f"<br><q class='quote'>{_e(req['quote'])}</q> <small>({_e(where)})</small>{note}"
 
 
+def _rerun_text(rerun: dict) -> str:
+    tests = rerun["tests"]
+    how = "alone" if len(tests) == 1 else f"{len(tests)} tests in order"
+    names = ", ".join(tests[:6]) + (" …" if len(tests) > 6 else "")
+    if not rerun.get("down"):
+        return _e(f"{how}: {names} → stayed up")
+    return _e(f"{how}: {names} → down {rerun.get('when') or 'during'} {rerun['during']}"
+              + (f" ({rerun['status']})" if rerun.get("status") else ""))
+
+
+def _crash_item(crash: dict) -> str:
+    """One crash of the target: the test that did it (or why none is named), the tests that ran
+    then, each re-run on a fresh target and its outcome, the process's last output. Result files
+    written before culprits were searched for name the test that saw it (``test``)."""
+    if "suspects" not in crash:
+        return (f"<li><b>down</b> during {_e(crash.get('test', '?'))}: {_e(crash['reason'].splitlines()[0])}"
+                + (f" ({_e(crash['status'])})" if crash.get("status") else "") + "</li>")
+    reruns = "".join(f"<li>{_rerun_text(r)}</li>" for r in crash.get("reruns", []))
+    suspects = ", ".join(crash["suspects"])
+    output = f"<pre>{_e(crash['output'])}</pre>" if crash.get("output") else ""
+    return (f"<li><b>down</b>: {_e(crash_line(crash))}<details><summary>{len(crash['suspects'])} test(s) "
+            f"ran then; {len(crash.get('reruns', []))} re-run(s) on fresh targets; its last output</summary>"
+            f"<p>Tests that ran then: {_e(suspects)}</p><ol>{reruns}</ol>{output}</details></li>")
+
+
 def _target_block(summary: dict) -> str:
     """What happened to the target process (crashwatch.py, target_health.py): its crashes, a
     thread that spun with no test running, the tests after which memory and descriptors grew
@@ -308,8 +334,7 @@ def _target_block(summary: dict) -> str:
     crashes = summary.get("crashes", [])
     health = summary.get("target_health") or {}
     spins = health.get("spins", [])
-    items = [f"<li><b>down</b> during {_e(c['test'])}: {_e(c['reason'].splitlines()[0])}"
-             + (f" ({_e(c['status'])})" if c.get("status") else "") + "</li>" for c in crashes]
+    items = [_crash_item(c) for c in crashes]
     items += [f"<li><b>busy while idle</b>: thread {_e(sp['thread'])} at {sp['cpu']:.0%} of a core with no "
               f"test running, since {_e(' or '.join(sp['tests']) or 'an unknown test')}</li>" for sp in spins]
     for key, what, unit in (("rss_growers", "resident memory", "KiB"), ("fd_growers", "open descriptors", "")):

@@ -34,3 +34,24 @@ def seconds(value) -> str:
     if value >= 3600:
         return f"{value / 3600:.1f} h"
     return f"{value / 60:.1f} min" if value >= 120 else f"{value:.1f} s"
+
+
+def crash_line(crash: dict) -> str:
+    """One line for a crash of the target (crashwatch.py, culprits.py): the test that did it, or
+    why none is named."""
+    how = crash["reason"].splitlines()[0] + (f"; the process: {crash['status']}" if crash.get("status") else "")
+    culprits = crash.get("culprits") or []
+    if culprits:
+        needs = crash.get("needs", {})
+        named = ", ".join(c + (f" (after {', '.join(needs[c])})" if needs.get(c) else "") for c in culprits)
+        return (f"target down ({how}): CRASH of {named}, found by re-running the "
+                f"{len(crash['suspects'])} test(s) that ran then on fresh targets")
+    names = crash.get("suspects", [])
+    ran = (", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")) or "no test"
+    if crash.get("error"):
+        return f"target down ({how}) while {ran} ran: not judged, the re-runs failed: {crash['error'].splitlines()[0]}"
+    if "results" in crash and crash.get("reruns"):
+        return (f"target down ({how}) while {ran} ran: not reproduced (none of them, re-run alone on a "
+                f"fresh target or after the tests before them, brought it down)")
+    return (f"target down ({how}) while {ran} ran: not judged (--target-command lets the kit re-run them "
+            f"one at a time to find which); the tests after it were not run")

@@ -114,15 +114,29 @@ class ManagedTarget:
         return f"exit code {code}"
 
     def output_tail(self, lines: int = 25) -> str:
+        """The last ``lines`` lines the current process printed."""
         self.log.flush()
         with open(self.log.name, "rb") as fh:
             fh.seek(0, os.SEEK_END)
             fh.seek(max(0, fh.tell() - TAIL_BYTES))
             text = fh.read().decode("utf-8", "replace")
+        if START_LINE in text:          # this start's output only: the earlier ones' crashes are told already
+            text = text[text.rfind(START_LINE):].partition("\n")[2]
         return "\n".join(text.splitlines()[-lines:])
 
     def restart(self) -> None:
         self.stop()
+        self.restarts += 1
+        self.start()
+
+    def fresh_start(self) -> None:
+        """Stop it and start it again on an empty data directory (one the kit made): a culprit
+        re-run (culprits.py) judges each test against a target that remembers nothing."""
+        self.stop()
+        if self._own_data_dir and self.data_dir:
+            import shutil
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            self.data_dir = tempfile.mkdtemp(prefix="wirecheck-target-data-")
         self.restarts += 1
         self.start()
 

@@ -22,8 +22,10 @@ NON_STRICT, WAIVED, HARNESS_ERROR = "NON-STRICT", "WAIVED", "HARNESS-ERROR"
 SKIPPED, UNIMPLEMENTED, INFORMATIONAL = "SKIPPED", "UNIMPLEMENTED", "INFORMATIONAL"
 CRASH = "CRASH"
 HANG, NOT_RUN = "HANG", "NOT-RUN"
-#: How a CRASH report's text begins (conformance/crashwatch.py).
+#: How a CRASH report's text begins (conformance/crashwatch.py), and what separates the crash's
+#: story (the test's re-run, the process's status and last output) from the test's own failure.
 CRASH_PREFIX = "CRASH: "
+CRASH_OWN_OUTCOME = "\n\nThe test's own outcome in that run:\n"
 _UNIMPLEMENTED_PREFIX = "UNIMPLEMENTED: "
 _INFORMATIONAL_PREFIX = "INFORMATIONAL: "
 _RANK = {PASS: 0, INFORMATIONAL: 1, SKIPPED: 1, UNIMPLEMENTED: 1, NOT_RUN: 1, WAIVED: 2, NON_STRICT: 3,
@@ -168,7 +170,7 @@ def message(report) -> str:
     if report.longrepr is None:
         return ""
     if isinstance(report.longrepr, str) and report.longrepr.startswith(CRASH_PREFIX):
-        return report.longrepr.splitlines()[0]
+        return report.longrepr.partition(CRASH_OWN_OUTCOME)[0]
     if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:   # a skip: (file, line, reason)
         reason = str(report.longrepr[2])
         return reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason

@@ -1,0 +1,111 @@
+"""A crash is charged to the test that caused it, whatever ``-n``: the BlipMQ suite against the
+planted servers of tests/planted_servers.py, started by ``--target-command``.
+
+- ``content``: dies on three inputs (an AUTH key_len read as signed, in the handshake; a
+  topic_len read as signed; an unknown frame type), sent by four tests;
+- ``delayed``: the same, 0.3 s after the input (after the test that sent it has ended);
+- ``stateful``: dies on a 256-byte SUBSCRIBE topic, but only after an earlier connection sent
+  an ACK for subscription 0.
+
+For each, the suite runs with ``-n 1``, ``-n 2`` and ``-n auto``, three times each (``--quick``:
+a selection of the suite, ``-n 1`` and ``-n 2`` once). Goals: every run's verdicts identical;
+the CRASH set is exactly the tests that crash the server alone (for ``stateful``, the one that
+crashes it after an ACK-0 sender, which its message names); exit status 1.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PLANT = ROOT / "tests" / "planted_servers.py"
+
+CONTENT_CRASHERS = {
+    "blipmq/test_boundaries.py::test_api_key_length[65535]",
+    "blipmq/test_boundaries.py::test_topic_length_both_ways[65535]",
+    "blipmq/test_framing.py::test_unknown_frame_type_closes_connection[0xee]",
+    "blipmq/test_framing.py::test_frames_before_an_unknown_type_are_still_answered",
+}
+#: The tests that send an ACK for subscription 0 (the state the stateful server's crash needs).
+ACK_ZERO_SENDERS = ("test_ack_subscription_zero", "test_state_machine_must", "test_state_machine_should")
+
+PLANTS = {
+    "content": {"args": [], "crashers": CONTENT_CRASHERS,
+                "quick_k": "test_api_key_length or test_topic_length or 0xe or frames_before_an_unknown "
+                           "or test_handshake"},
+    # quick: one input, so that one search does not hold four crashes at once (each step of it
+    # waits for a death that may come late)
+    "delayed": {"args": ["--delay", "0.3"], "crashers": CONTENT_CRASHERS,
+                "quick_args": ["--delay", "0.3", "--on", "auth-key-signed"],
+                "quick_crashers": {"blipmq/test_boundaries.py::test_api_key_length[65535]"},
+                "quick_k": "test_api_key_length or test_topic_length or test_handshake"},
+    "stateful": {"args": ["--on", "topic-256-after-ack0"],
+                 "crashers": {"blipmq/test_boundaries.py::test_topic_length_both_ways[256]"},
+                 "quick_k": "test_ack_poll or test_topic_length"},
+}
+
+
+def run_suite(plant: str, workers: str, select: str | None, folder: Path, quick: bool = False) -> dict:
+    """One run of the suite against ``plant``: its verdicts, crashes, exit status and time."""
+    report = folder / f"{plant}-{workers}-{time.monotonic_ns()}.json"
+    command = " ".join([sys.executable, str(PLANT), "--port", "{port}", "--data-dir", "{data_dir}",
+                        *PLANTS[plant].get("quick_args" if quick else "args", PLANTS[plant]["args"])])
+    argv = [sys.executable, "-m", "pytest", "--protocol", "blipmq", "--target-command", command, "-q",
+            "-p", "no:cacheprovider", "-n", workers, "--wirecheck-report", str(report)]
+    if select:
+        argv += ["-k", select]
+    started = time.monotonic()
+    got = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=1800)
+    elapsed = time.monotonic() - started
+    if not report.exists():
+        return {"returncode": got.returncode, "error": (got.stdout + got.stderr)[-3000:], "elapsed_s": elapsed}
+    doc = json.loads(report.read_text())
+    return {"returncode": got.returncode, "elapsed_s": round(elapsed, 1),
+            "verdicts": {t["nodeid"]: t["verdict"] for t in doc["tests"]},
+            "messages": {t["nodeid"]: t["message"] for t in doc["tests"] if t["verdict"] == "CRASH"},
+            "crashes": doc["summary"]["blipmq"]["crashes"]}
+
+
+def problems(plant: str, runs: list[dict], quick: bool = False) -> list[str]:
+    """What in ``runs`` (of one plant) misses the goals of the module's docstring."""
+    out = []
+    expected = PLANTS[plant].get("quick_crashers" if quick else "crashers", PLANTS[plant]["crashers"])
+    first = runs[0].get("verdicts")
+    for i, run in enumerate(runs):
+        if "verdicts" not in run:
+            out.append(f"run {i}: no result file: {run.get('error', '')[-500:]}")
+            continue
+        crashed = {t for t, v in run["verdicts"].items() if v == "CRASH"}
+        if crashed != expected:
+            out.append(f"run {i}: CRASH {sorted(crashed)}, expected {sorted(expected)}")
+        if run["returncode"] != 1:
+            out.append(f"run {i}: exit status {run['returncode']}, expected 1")
+        if run["verdicts"] != first:
+            diff = sorted(t for t in set(first or {}) | set(run["verdicts"])
+                          if (first or {}).get(t) != run["verdicts"].get(t))
+            out.append(f"run {i}: verdicts differ from run 0's: " + ", ".join(
+                f"{t}: {(first or {}).get(t)} / {run['verdicts'].get(t)}" for t in diff[:10]))
+        if plant == "stateful":
+            for test, message in run["messages"].items():
+                if "run after " not in message or not any(s in message for s in ACK_ZERO_SENDERS):
+                    out.append(f"run {i}: {test}'s CRASH does not name the ACK-0 test it needs: {message[:300]}")
+    return out
+
+
+def run(quick: bool = False) -> dict:
+    result: dict = {"plants": {}}
+    with tempfile.TemporaryDirectory(prefix="wirecheck-soak-culprits-") as tmp:
+        for plant, spec in PLANTS.items():
+            select = spec["quick_k"] if quick else None
+            workers = ("1", "2") if quick else ("1", "2", "auto")
+            runs = [dict(run_suite(plant, n, select, Path(tmp), quick), workers=n)
+                    for n in workers for _ in range(1 if quick else 3)]
+            result["plants"][plant] = {
+                "problems": problems(plant, runs, quick),
+                "runs": [{k: r.get(k) for k in ("workers", "returncode", "elapsed_s")} for r in runs]}
+    result["ok"] = not any(p["problems"] for p in result["plants"].values())
+    return result

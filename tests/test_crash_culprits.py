@@ -1,0 +1,108 @@
+"""A crash is charged to the test that caused it, the same under ``-n 1`` and ``-n 2``
+(conformance/crashwatch.py, culprits.py, isolation.py): servers that die on what they are
+sent (tests/planted_servers.py), now, a moment later, or only after an earlier connection's
+state. The full runs (the whole suite, -n 1, 2 and auto, three times each) are ``make soak``'s
+(soak/culprits.py); these are its quick forms, and the runs without ``--target-command``."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from soak import culprits
+from wirecheck.conformance.crashwatch import earlier, suspects
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("plant", sorted(culprits.PLANTS))
+def test_crashes_are_charged_to_the_tests_that_cause_them_whatever_n(tmp_path, plant):
+    spec = culprits.PLANTS[plant]
+    runs = [dict(culprits.run_suite(plant, n, spec["quick_k"], tmp_path, quick=True), workers=n) for n in ("1", "2")]
+    assert culprits.problems(plant, runs, quick=True) == [], [r.get("error") for r in runs]
+    for run in runs:
+        for test, message in run["messages"].items():
+            assert "exit code 70" in message and "planted crash:" in message, message   # the process's own word
+        # every crash says which tests ran then, and how each re-run went
+        for crash in run["crashes"]:
+            assert crash["culprits"] and crash["suspects"] and crash["reruns"], crash
+            assert crash["status"] == "exit code 70" and "planted crash" in crash["output"]
+
+
+def test_the_crash_a_test_causes_is_not_hidden_by_a_later_kill(tmp_path):
+    """The server dies 0.3 s after the last test before the crash-recovery tests (which kill
+    the target on purpose): the look before the kill finds it down, and charges that test."""
+    run = culprits.run_suite("delayed", "1", "test_api_key_length or test_handled_qos1", tmp_path)
+    crashed = {t for t, v in run["verdicts"].items() if v == "CRASH"}
+    assert crashed == {"blipmq/test_boundaries.py::test_api_key_length[65535]"}, run["verdicts"]
+    assert all(v == "PASS" for t, v in run["verdicts"].items() if t not in crashed), run["verdicts"]
+
+
+def _own_plant(*extra: str):
+    proc = subprocess.Popen([sys.executable, str(culprits.PLANT), "--port", "0", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    port = int(proc.stdout.readline().rsplit(":", 1)[1])
+    return proc, port
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_without_target_command_the_tests_that_ran_are_not_judged_and_named(tmp_path, workers):
+    proc, port = _own_plant()
+    report = tmp_path / "r.json"
+    try:
+        got = subprocess.run([sys.executable, "-m", "pytest", "--protocol", "blipmq", "--target", f"127.0.0.1:{port}",
+                              "-q", "-p", "no:cacheprovider", "-n", workers, "-k", "test_topic_length or test_handshake",
+                              "--wirecheck-report", str(report)], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=600)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    doc = json.loads(report.read_text())
+    verdicts = {t["nodeid"]: t for t in doc["tests"]}
+    assert got.returncode == 1, got.stdout[-3000:]
+    # no test is charged without a re-run: the one that did it is among those not judged
+    assert "CRASH" not in {t["verdict"] for t in doc["tests"]}
+    culprit = verdicts["blipmq/test_boundaries.py::test_topic_length_both_ways[65535]"]
+    assert culprit["verdict"] == "SKIPPED" and culprit["message"].startswith(
+        "not judged: the target went down while this test ran or just after"), culprit
+    assert "--target-command would" in culprit["message"]
+    (crash,) = doc["summary"]["blipmq"]["crashes"]
+    assert crash["attributed"] is False and culprit["nodeid"] in crash["suspects"]
+    assert "--target-command lets the kit re-run them" in got.stdout
+    # a not-judged test charges no requirement
+    assert "BLIP-SUB-004" not in doc["summary"]["blipmq"]["failing_requirements"]
+
+
+def test_suspects_are_the_tests_around_the_last_moment_the_target_answered():
+    j = [{"e": "start", "g": 0, "t": 1.0, "test": "a"}, {"e": "end", "g": 0, "t": 2.0, "test": "a"},
+         {"e": "start", "g": 0, "t": 2.1, "test": "b"}, {"e": "end", "g": 0, "t": 4.0, "test": "b"},
+         {"e": "alive", "g": 0, "t": 4.05},
+         {"e": "start", "g": 0, "t": 4.1, "test": "c"}, {"e": "end", "g": 0, "t": 4.2, "test": "c"},
+         {"e": "start", "g": 0, "t": 4.3, "test": "d"},                      # running when found down
+         {"e": "start", "g": 1, "t": 9.0, "test": "e"}]                       # the next generation
+    # a ended more than AFTER_INPUT s before the last answer: cleared; b may have sent the input
+    assert suspects(j, 0, found_down=4.5) == ["b", "c", "d"]
+    assert earlier(j, 0, before=2.1) == ["a"]
+    assert suspects(j, 1, found_down=9.5, since=8.0) == ["e"]
+
+
+def test_a_test_never_waits_long_for_nothing(tmp_path):
+    """A healthy target: every report is handed on, none waits past the end of the run."""
+    proc, port = _own_plant("--on", "type-0xee")
+    report = tmp_path / "r.json"
+    started = time.monotonic()
+    try:
+        got = subprocess.run([sys.executable, "-m", "pytest", "--protocol", "blipmq", "--target", f"127.0.0.1:{port}",
+                              "-q", "-p", "no:cacheprovider", "-n", "2", "-k", "test_handshake",
+                              "--wirecheck-report", str(report)], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=600)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    doc = json.loads(report.read_text())
+    assert got.returncode == 0 and {t["verdict"] for t in doc["tests"]} == {"PASS"}, got.stdout[-2000:]
+    assert time.monotonic() - started < 120
