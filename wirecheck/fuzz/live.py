@@ -30,7 +30,6 @@ so later cases start from the states it reached. ``coverage`` counts those shape
 from __future__ import annotations
 
 import random
-import re
 import select
 import time
 from dataclasses import dataclass, field
@@ -39,7 +38,7 @@ from pathlib import Path
 from wirecheck.conformance import liveness
 from wirecheck.conformance.target_process import ManagedTarget  # noqa: F401  (the fuzzer's target)
 from wirecheck.fuzz import live_findings
-from wirecheck.fuzz.live_evidence import crash_key, log_offset, output_since
+from wirecheck.fuzz.live_evidence import crash_key, log_offset, output_since, signature  # noqa: F401
 from wirecheck.fuzz.live_findings import ATTRIBUTION_TRIES, Finding
 from wirecheck.fuzz.live_health import HealthWatch
 from wirecheck.fuzz.live_io import read_answers, send_pieces
@@ -111,15 +110,6 @@ def send_and_read(spec, host: str, port: int, data: bytes, writes: list[int], pr
 
 
 # --- findings ------------------------------------------------------------------------------
-
-_NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
-
-
-def signature(kind: str, detail: str) -> str:
-    """``kind`` and the detail's telling line with numbers masked: the same bug found twice
-    (other ids, other offsets) has one signature."""
-    return f"{kind}: {_NUMBERS.sub('N', detail.strip())[:200]}"
-
 
 def frame_kinds(spec, frames, profile: str | None = None, last: int = LAST_FRAMES) -> str:
     """The types of the last ``last`` frames sent ("PUBLISH, PING"), "?" for one that does not

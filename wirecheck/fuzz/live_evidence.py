@@ -105,3 +105,9 @@ def thread_key(name: str) -> str:
     """A spinning thread's key: its name with numbers masked (``worker-3`` and ``worker-7`` are
     one pool's threads)."""
     return f"spin: thread {mask(name) or '?'}"
+
+
+def signature(kind: str, detail: str) -> str:
+    """``kind`` and the detail's telling line with numbers masked: the same bug found twice
+    (other ids, other offsets) has one signature."""
+    return f"{kind}: {_NUMBERS.sub('N', detail.strip())[:200]}"

@@ -143,10 +143,10 @@ class Trials:
                 return Event(GROWTH, "growth: descriptors", f"open descriptors rose by {[d for _, d in rises]} "
                              f"in {rounds} rounds of the same connections")
         if violation:
-            from wirecheck.fuzz.live import signature
+            from wirecheck.fuzz.live_evidence import signature
             return Event(VIOLATION, signature(VIOLATION, f"undecodable answer: {violation}"), violation)
         if probe.status in (liveness.GARBAGE, liveness.CLOSED):
-            from wirecheck.fuzz.live import signature
+            from wirecheck.fuzz.live_evidence import signature
             return Event(VIOLATION, signature(VIOLATION, probe.detail), probe.detail)
         return None
 
