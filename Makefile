@@ -121,6 +121,7 @@ bench: install real-peers
 # in reports/soak.json and reports/soak/; `make test` runs their quick versions.
 soak: install real-peers
 	$(PY) -m soak.run --out reports/soak.json
+	WIRECHECK_FUZZ_SOAK=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_fuzz_soak.py
 
 # Record the capture corpus again (captures/<protocol>/*.pcap.gz and MANIFEST.json); real
 # SignalR clients need `make signalr-clients`.

@@ -14,6 +14,7 @@ crashes it after an ACK-0 sender, which its message names); exit status 1.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -109,3 +110,21 @@ def run(quick: bool = False) -> dict:
                 "runs": [{k: r.get(k) for k in ("workers", "returncode", "elapsed_s")} for r in runs]}
     result["ok"] = not any(p["problems"] for p in result["plants"].values())
     return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m soak.culprits", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a selection of the suite, -n 1 and -n 2 once")
+    parser.add_argument("--out", default="reports/soak/culprits.json")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    result = run(args.quick)
+    result["elapsed_s"] = round(time.monotonic() - started, 1)
+    from soak.common import write_result
+    write_result(args.out, result)
+    print(f"culprits: {'all goals met' if result['ok'] else 'FAILED'} in {result['elapsed_s']} s; {args.out}")
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

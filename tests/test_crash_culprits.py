@@ -9,14 +9,11 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from soak import culprits
 from wirecheck.conformance.crashwatch import earlier, suspects
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("plant", sorted(culprits.PLANTS))
@@ -42,26 +39,26 @@ def test_the_crash_a_test_causes_is_not_hidden_by_a_later_kill(tmp_path):
     assert all(v == "PASS" for t, v in run["verdicts"].items() if t not in crashed), run["verdicts"]
 
 
-def _own_plant(*extra: str):
-    proc = subprocess.Popen([sys.executable, str(culprits.PLANT), "--port", "0", *extra],
+def _against_own_plant(tmp_path, workers: str, select: str, *plant_args: str):
+    """The suite (``-k select``) against a planted server the test started (no --target-command)."""
+    proc = subprocess.Popen([sys.executable, str(culprits.PLANT), "--port", "0", *plant_args],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    port = int(proc.stdout.readline().rsplit(":", 1)[1])
-    return proc, port
-
-
-@pytest.mark.parametrize("workers", ["0", "2"])
-def test_without_target_command_the_tests_that_ran_are_not_judged_and_named(tmp_path, workers):
-    proc, port = _own_plant()
     report = tmp_path / "r.json"
     try:
+        port = int(proc.stdout.readline().rsplit(":", 1)[1])
         got = subprocess.run([sys.executable, "-m", "pytest", "--protocol", "blipmq", "--target", f"127.0.0.1:{port}",
-                              "-q", "-p", "no:cacheprovider", "-n", workers, "-k", "test_topic_length or test_handshake",
+                              "-q", "-p", "no:cacheprovider", "-n", workers, "-k", select,
                               "--wirecheck-report", str(report)], cwd=tmp_path, capture_output=True, text=True,
                              timeout=600)
     finally:
         proc.kill()
         proc.wait(timeout=30)
-    doc = json.loads(report.read_text())
+    return got, json.loads(report.read_text())
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_without_target_command_the_tests_that_ran_are_not_judged_and_named(tmp_path, workers):
+    got, doc = _against_own_plant(tmp_path, workers, "test_topic_length or test_handshake")
     verdicts = {t["nodeid"]: t for t in doc["tests"]}
     assert got.returncode == 1, got.stdout[-3000:]
     # no test is charged without a re-run: the one that did it is among those not judged
@@ -92,17 +89,7 @@ def test_suspects_are_the_tests_around_the_last_moment_the_target_answered():
 
 def test_a_test_never_waits_long_for_nothing(tmp_path):
     """A healthy target: every report is handed on, none waits past the end of the run."""
-    proc, port = _own_plant("--on", "type-0xee")
-    report = tmp_path / "r.json"
     started = time.monotonic()
-    try:
-        got = subprocess.run([sys.executable, "-m", "pytest", "--protocol", "blipmq", "--target", f"127.0.0.1:{port}",
-                              "-q", "-p", "no:cacheprovider", "-n", "2", "-k", "test_handshake",
-                              "--wirecheck-report", str(report)], cwd=tmp_path, capture_output=True, text=True,
-                             timeout=600)
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
-    doc = json.loads(report.read_text())
+    got, doc = _against_own_plant(tmp_path, "2", "test_handshake", "--on", "type-0xee")
     assert got.returncode == 0 and {t["verdict"] for t in doc["tests"]} == {"PASS"}, got.stdout[-2000:]
     assert time.monotonic() - started < 120

@@ -21,29 +21,28 @@ def _until_found(target, tmp_path, seed: int) -> dict:
     return fuzzer.run(240, max_cases=3000, stop_on_finding=True)
 
 
-def test_spinning_thread_is_a_spin_finding(tmp_path):
-    target = planted("--on", ",".join(TRIGGERS), "--effect", "spin")
+def _the_finding(tmp_path, effect: str) -> dict:
+    """The one finding, of kind ``effect``'s, of a campaign against the server that has it."""
+    target = planted("--on", ",".join(TRIGGERS), "--effect", effect)
     try:
         summary = _until_found(target, tmp_path, seed=1)
     finally:
         target.close()
     assert_all_reproduced(summary)
-    assert [f["kind"] for f in summary["findings"]] == ["spin"], (summary["findings"], summary["not_reproduced"])
-    found = summary["findings"][0]
+    kind = {"spin": "spin", "grow": "growth"}[effect]
+    assert [f["kind"] for f in summary["findings"]] == [kind], (summary["findings"], summary["not_reproduced"])
+    return summary["findings"][0]
+
+
+def test_spinning_thread_is_a_spin_finding(tmp_path):
+    found = _the_finding(tmp_path, "spin")
     assert found["signature"] == "spin: thread python" and found["connections"] == 1
     assert f"for {target_health.IDLE:g} s with nothing sent" in found["reason"]
     assert meta(found)["replayed"] is True
 
 
 def test_memory_kept_for_good_is_a_growth_finding(tmp_path):
-    target = planted("--on", ",".join(TRIGGERS), "--effect", "grow")
-    try:
-        summary = _until_found(target, tmp_path, seed=1)
-    finally:
-        target.close()
-    assert_all_reproduced(summary)
-    assert [f["kind"] for f in summary["findings"]] == ["growth"], (summary["findings"], summary["not_reproduced"])
-    found = summary["findings"][0]
+    found = _the_finding(tmp_path, "grow")
     assert found["signature"] == "growth: memory" and "resident memory rose by" in found["reason"]
     # each of the three rounds of the same connection kept about 32 MiB more
     rises = [int(x) for x in found["reason"].split("[")[1].split("]")[0].split(",")]

@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 
+from wirecheck.conformance.crashwatch import read_lines
+
 #: Earlier tests (those that ran before the suspects on the crashed target) handed to the search.
 MAX_EARLIER = 256
 #: Seconds for the child pytest to start and collect.
@@ -74,7 +76,7 @@ class Finder:
                 _kill_group(proc.pid, signal.SIGKILL)
                 output, _ = proc.communicate()
         finally:
-            records = _read(out)
+            records = read_lines(out)
             for r in records:                 # a target the child left running (it was killed)
                 if "pgid" in r:
                     _kill_group(r["pgid"], signal.SIGKILL)
@@ -97,20 +99,6 @@ def _kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError, OSError):
         pass
-
-
-def _read(path: str) -> list[dict]:
-    out = []
-    try:
-        with open(path) as fh:
-            for line in fh:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    continue
-    except OSError:
-        pass
-    return out
 
 
 def child_argv(config, target_command: str, target: str | None, strict: bool) -> list[str]:
