@@ -23,22 +23,19 @@ def _run(tmp_path, target_options: str, *extra: str):
     return got, json.loads(report.read_text())
 
 
-def test_a_spinning_thread_is_found_and_blamed_on_its_test(tmp_path):
+def test_a_spinning_thread_is_found_and_charged_only_where_a_test_causes_it(tmp_path):
+    """The thread goes spinning at the server's 40th connection, whichever test opens it: the
+    tests it began with are each measured on a target of their own (health.py), none sets it
+    off there, so none is charged; the spin is reported. (A spin set off by what a test sends
+    is charged to that test: tests/test_crash_culprits.py.)"""
     got, doc = _run(tmp_path, "--spin-on 40")
-    assert got.returncode == 0, got.stdout[-3000:]          # NON-STRICT: not a failure by default
+    assert got.returncode == 0, got.stdout[-3000:]          # NON-STRICT at most: not a failure by default
     summary = doc["summary"]["blipmq"]
     (spin,) = summary["target_health"]["spins"]
     assert spin["cpu"] >= 0.5, spin
-    blamed = [t for t in doc["tests"] if t["verdict"] != "PASS"]
-    if len(spin["tests"]) == 1:
-        assert [t["nodeid"] for t in blamed] == spin["tests"]
-        assert blamed[0]["verdict"] == "NON-STRICT"
-        assert blamed[0]["message"].startswith("NON-STRICT: target busy while idle after this test")
-    else:
-        # the thread was created (to a 10 ms clock tick) as one test ended and the next began:
-        # both are named, neither is blamed
-        assert len(spin["tests"]) == 2 and blamed == [], spin
-    # the spin breaks no requirement of the blamed test
+    assert [t["nodeid"] for t in doc["tests"] if t["verdict"] != "PASS"] == []
+    assert summary["target_health"]["charged"] == []
+    # a spin breaks no requirement
     assert summary["failing_requirements"] == []
     assert "target busy while idle: thread" in got.stdout
 

@@ -72,14 +72,14 @@ AFTER_INPUT = 1.5
 CRASH, NOT_JUDGED = "crash", "not-judged"
 
 
-def _write_json(path: str, doc: dict) -> None:
+def write_json(path: str, doc: dict) -> None:
     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     with open(tmp, "w") as fh:
         json.dump(doc, fh)
     os.replace(tmp, path)
 
 
-def _read_json(path: str) -> dict | None:
+def read_json(path: str) -> dict | None:
     try:
         with open(path) as fh:
             return json.load(fh)
@@ -167,18 +167,18 @@ class CrashWatch:
     # -- the shared state ----------------------------------------------------------------------
 
     def state(self) -> dict:
-        return _read_json(self._path("state.json")) or {"generation": 0, "ended": []}
+        return read_json(self._path("state.json")) or {"generation": 0, "ended": []}
 
     def generation(self) -> int:
         return int(self.state()["generation"])
 
     def claimed(self, generation: int) -> dict | None:
         """The claim of ``generation``'s crash (``test``: who found it down, ``reason``), if any."""
-        return _read_json(self._path(f"crash-{generation}.json"))
+        return read_json(self._path(f"crash-{generation}.json"))
 
     def culprits(self, generation: int) -> dict | None:
         """What the kit found out about ``generation``'s crash, once it has (see the module doc)."""
-        return _read_json(self._path(f"culprits-{generation}.json"))
+        return read_json(self._path(f"culprits-{generation}.json"))
 
     def crashes(self) -> list[dict]:
         """Every crash of the run, in order (the culprits documents)."""
@@ -306,7 +306,7 @@ class CrashWatch:
                            error=f"{type(exc).__name__}: {exc}")
         else:
             doc.update(attributed=False, culprits=[], results={})
-        _write_json(self._path(f"culprits-{generation}.json"), doc)
+        write_json(self._path(f"culprits-{generation}.json"), doc)
         if self.managed:
             self._request(f"restart-{generation}")
             self._wait_restart(generation)
@@ -358,7 +358,7 @@ class CrashWatch:
         if not self.managed:
             raise RuntimeError("the kit does not run the target (no --target-command)")
         generation = self.generation()
-        _write_json(self._path(f"kill-{generation}.json"), {"test": nodeid})
+        write_json(self._path(f"kill-{generation}.json"), {"test": nodeid})
         gen, gone = self._wait_restart(generation)
         if gone:
             raise RuntimeError(gone)
@@ -439,7 +439,7 @@ class Supervisor:
             elif self._has(f"restart-{gen}"):
                 self._start_again()
             else:
-                kill = _read_json(os.path.join(self.folder, f"kill-{gen}.json"))
+                kill = read_json(os.path.join(self.folder, f"kill-{gen}.json"))
                 if kill is not None:
                     self._kill_and_start(kill["test"])
 
@@ -490,7 +490,7 @@ class Supervisor:
             state["gone"] = self.gone
             if killed_for is not None:
                 state["gone_after_kill_by"] = killed_for
-        _write_json(os.path.join(self.folder, "state.json"), state)
+        write_json(os.path.join(self.folder, "state.json"), state)
 
     def stop(self) -> None:
         self._stop.set()

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-from wirecheck.conformance.crashwatch import read_lines
+from wirecheck.conformance.crashwatch import read_json, read_lines
 
 #: Earlier tests (those that ran before the suspects on the crashed target) handed to the search.
 MAX_EARLIER = 256
@@ -43,6 +43,8 @@ class Finder:
         #: node id -> the test file's path (set once the run has collected: conftest's
         #: node ids are relative to where the run started, which the child may not share)
         self.paths: dict[str, str] = {}
+        #: where a process that collected wrote them (crashwatch's folder)
+        self.paths_file: str | None = None
 
     def budget(self, tests: int) -> float:
         return min(MAX_SEARCH, CHILD_SLACK + 3 * tests * (self.per_test + 10.0))
@@ -52,22 +54,31 @@ class Finder:
         return MAX_SEARCH + 30.0
 
     def find(self, suspects: list[str], earlier: list[str]) -> dict:
-        """The search's result (isolation.py), with ``attributed``."""
+        """The crash search's result (isolation.py), with ``attributed``."""
         earlier = [t for t in earlier if t not in suspects][-MAX_EARLIER:]
+        done = self._child({"suspects": suspects, "earlier": earlier}, list(dict.fromkeys(earlier + suspects)))
+        done["attributed"] = bool(done["culprits"])
+        return done
+
+    def health(self, tests: list[str]) -> dict:
+        """Each of ``tests`` on a fresh target of its own, three times, then the target with
+        nothing to do (isolation.py's health mode): whether its memory or descriptors rose each
+        time, and whether a thread kept a core busy."""
+        return self._child({"mode": "health", "tests": tests}, tests)
+
+    def _child(self, request_body: dict, tests: list[str]) -> dict:
         fd, out = tempfile.mkstemp(prefix="wirecheck-rerun-", suffix=".jsonl")
         os.close(fd)
         request = out[:-len(".jsonl")] + ".request.json"
-        tests = list(dict.fromkeys(earlier + suspects))
         with open(request, "w") as fh:
-            json.dump({"suspects": suspects, "earlier": earlier, "out": out,
-                       "args": {t: self._arg(t) for t in tests}}, fh)
+            json.dump({**request_body, "out": out, "args": {t: self._arg(t) for t in tests}}, fh)
         argv = self.base_argv + ["--wirecheck-isolate", request] + [self._arg(t) for t in tests]
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("PYTEST_XDIST", "PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST"))}
         proc = subprocess.Popen(argv, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            output, _ = proc.communicate(timeout=self.budget(len(suspects) + len(earlier)))
+            output, _ = proc.communicate(timeout=self.budget(len(tests)))
         except subprocess.TimeoutExpired:
             _kill_group(proc.pid, signal.SIGTERM)
             try:
@@ -86,10 +97,11 @@ class Finder:
         if done is None:
             tail = (output or b"").decode("utf-8", "replace").strip().splitlines()[-12:]
             raise ChildFailed(f"the re-runs gave no result (exit status {proc.returncode}):\n" + "\n".join(tail))
-        done["attributed"] = bool(done["culprits"])
         return done
 
     def _arg(self, nodeid: str) -> str:
+        if not self.paths and self.paths_file:       # the xdist controller collects nothing itself
+            self.paths = read_json(self.paths_file) or {}
         path, sep, rest = nodeid.partition("::")
         return self.paths.get(nodeid, os.path.join(self.root, path)) + sep + rest
 

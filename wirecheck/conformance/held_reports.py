@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from wirecheck.conformance import verdicts
 from wirecheck.conformance.crashwatch import AFTER_INPUT, POLL
+from wirecheck.conformance.target_evidence import crash_key
 
 
 @dataclass
@@ -84,7 +85,10 @@ def crash_text(rec: dict, needs: list[str] | None, doc: dict) -> str:
                f"needs what {'that test' if len(needs) == 1 else 'those tests'} left behind)")
     else:
         how = "run alone on a freshly started target"
-    text = f"the target went down {moment}, {how}: {rec['down']}"
+    # the target's own word first (its exit status, error line, exception): the first line of
+    # the message, which the causes group by, so two root causes are never one
+    evidence = crash_key(rec.get("status") or "", rec.get("output") or "")[0][len("crash: "):]
+    text = f"({evidence}) the target went down {moment}, {how}: {rec['down']}"
     if rec.get("status"):
         text += f"; the process: {rec['status']}"
     others = [t for t in doc.get("suspects", []) if t != rec["test"]]

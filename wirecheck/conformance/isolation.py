@@ -40,7 +40,9 @@ class Isolation:
     def __init__(self, request_path: str, managed, spec, profile, address: tuple, timeout: float) -> None:
         with open(request_path) as fh:
             request = json.load(fh)
-        self.suspects: list[str] = request["suspects"]
+        #: "culprits" (the crash search) or "health" (health.py: growth and spin, per test)
+        self.mode: str = request.get("mode", "culprits")
+        self.suspects: list[str] = request.get("suspects") or request.get("tests", [])
         self.earlier: list[str] = request.get("earlier", [])
         #: the asking run's node id -> the argument it gave for it (path::name)
         self.args: dict[str, str] = request.get("args", {})
@@ -72,9 +74,8 @@ class Isolation:
         item._report_sections = []
         return runtestprotocol(item, nextitem=None, log=False)
 
-    def sequence(self, tests: list[str]) -> tuple[list[dict], int | None]:
-        """Run ``tests`` in order on a fresh target until it goes down: (one record per test
-        run, the index of the test during or after which it went down, or None)."""
+    def fresh_target(self) -> None:
+        """A target that has run nothing (one start of the search: :data:`MAX_STEPS`)."""
         if self.steps >= MAX_STEPS:
             raise StepsSpent()
         self.steps += 1
@@ -82,6 +83,15 @@ class Isolation:
             self.managed.fresh_start()
             self._note_pgid()
         self.fresh = False
+
+    def serialize(self, item, reports: list) -> list[dict]:
+        out = [item.config.hook.pytest_report_to_serializable(config=item.config, report=r) for r in reports]
+        return out
+
+    def sequence(self, tests: list[str]) -> tuple[list[dict], int | None]:
+        """Run ``tests`` in order on a fresh target until it goes down: (one record per test
+        run, the index of the test during or after which it went down, or None)."""
+        self.fresh_target()
         records: list[dict] = []
         down_at = None
         last_alive = 0.0
@@ -95,8 +105,7 @@ class Isolation:
             if down is None and i == len(tests) - 1:
                 time.sleep(AFTER_INPUT)
                 down, when = self._look(), "after"
-            serialized = [item.config.hook.pytest_report_to_serializable(config=item.config, report=r)
-                          for r in reports]
+            serialized = self.serialize(item, reports)
             for data in serialized:
                 data["nodeid"] = nodeid           # the asking run's name for it
             record = {"test": nodeid, "down": down, "when": when, "reports": serialized, "ended": ended}
@@ -224,6 +233,10 @@ def run(session, isolation: Isolation) -> None:
     missing = [t for t in isolation.suspects + isolation.earlier if t not in isolation.items]
     isolation.earlier = [t for t in isolation.earlier if t in isolation.items]
     isolation.suspects = [t for t in isolation.suspects if t in isolation.items]
-    doc = isolation.search()
+    if isolation.mode == "health":
+        from wirecheck.conformance.health import measure
+        doc = {"results": measure(isolation)}
+    else:
+        doc = isolation.search()
     doc["missing"] = missing
     append_line(isolation.out, {"done": doc})

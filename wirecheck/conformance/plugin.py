@@ -534,24 +534,51 @@ class ResultCollector:
             return [{"test": r["nodeid"], key: r["target"][key]} for r in grown]
         last = max(tests, key=lambda r: r["target"].get("rss_kb", 0), default=None)
         return {"spins": lifecycle.spins(self.config), "idle_checks": lifecycle.idle_checks(self.config),
+                # the tests found, each on a target of its own, to leave it spinning or growing
+                "charged": getattr(self, "health_charged", None),
                 "rss_growers": top("rss_growth_kb"), "fd_growers": top("fd_growth"),
                 "peak_rss_kb": last["target"]["rss_kb"] if last else None,
                 "peak_fds": max((r["target"].get("fds", 0) for r in tests), default=None)}
 
-    def _blame_spins(self) -> None:
-        """A spin with one suspect test: that test is NON-STRICT ("busy while idle"). With
-        several (tests overlapping under xdist) the run's summary names them all and no test's
-        verdict changes: the kit does not guess."""
-        for spin in lifecycle.spins(self.config):
-            if len(spin["tests"]) != 1 or spin["tests"][0] not in self.results:
-                continue
-            entry = self.results[spin["tests"][0]]
-            if entry["verdict"] == verdicts.PASS:
-                # the spin is no violation of the requirements the test checks: they keep its verdict
-                entry["requirements_verdict"] = entry["verdict"]
-                entry["verdict"] = verdicts.NON_STRICT
-                entry["message"] = (f"NON-STRICT: target busy while idle after this test: thread "
-                                    f"{spin['thread']} at {spin['cpu']:.0%} of a core with no test running")
+    #: Tests re-run to find who grew the target's memory or descriptors, at most (the largest).
+    MAX_HEALTH_RERUNS = 12
+
+    def _blame_health(self) -> None:
+        """With --target-command: the tests a spin began with, and those during which the
+        target's memory or descriptors grew past a round's threshold, are each measured on a
+        target of their own (health.py); one that spins or grows it there is NON-STRICT, with
+        what was measured. Otherwise a spin with one suspect test is charged to it; with several
+        (tests overlapping under xdist) the summary names them all and no verdict changes."""
+        from wirecheck.conformance.health import SUSPECT_FDS, SUSPECT_KB, describe
+        spins = lifecycle.spins(self.config)
+        grown = sorted((r for r in self.results.values() if r.get("target") and (
+            r["target"].get("rss_growth_kb", 0) >= SUSPECT_KB or r["target"].get("fd_growth", 0) >= SUSPECT_FDS)),
+            key=lambda r: -r["target"].get("rss_growth_kb", 0))[:self.MAX_HEALTH_RERUNS]
+        spun = {t for spin in spins for t in spin["tests"] + spin.get("during", [])[:self.MAX_HEALTH_RERUNS]}
+        suspects = sorted({t for t in spun if t in self.results} | {r["nodeid"] for r in grown})
+        measured = lifecycle.health_check(self.config, suspects) if suspects else None
+        if measured is None:
+            for spin in spins:
+                if len(spin["tests"]) == 1 and spin["tests"][0] in self.results:
+                    self._non_strict(self.results[spin["tests"][0]], (
+                        f"NON-STRICT: target busy while idle after this test: thread {spin['thread']} at "
+                        f"{spin['cpu']:.0%} of a core with no test running"))
+            return
+        self.health_charged = []
+        for nodeid, rec in sorted(measured.get("results", {}).items()):
+            if rec.get("spin") or rec.get("growth"):
+                self.health_charged.append({k: rec.get(k) for k in ("test", "spin", "growth", "rss_kb", "fds")})
+                self._non_strict(self.results[nodeid], describe(rec))
+        if measured.get("error"):
+            self.health_charged.append({"error": measured["error"]})
+
+    @staticmethod
+    def _non_strict(entry: dict, message: str) -> None:
+        if entry["verdict"] == verdicts.PASS:
+            # no violation of the requirements the test checks: they keep its verdict
+            entry["requirements_verdict"] = entry["verdict"]
+            entry["verdict"] = verdicts.NON_STRICT
+            entry["message"] = message
 
     def _waivers(self, spec) -> dict:
         from wirecheck.conformance.profiles import ProfileError, load_profile
@@ -599,8 +626,9 @@ class ResultCollector:
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         if hasattr(self.config, "workerinput"):
             return
-        self._blame_spins()
-        if lifecycle.spins(self.config) and strict_mode(self.config) and int(exitstatus) == pytest.ExitCode.OK:
+        self._blame_health()
+        if (lifecycle.spins(self.config) or getattr(self, "health_charged", None)) and strict_mode(self.config) \
+                and int(exitstatus) == pytest.ExitCode.OK:
             session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED      # NON-STRICT under --strict
         if int(exitstatus) == pytest.ExitCode.OK and lifecycle.crashes(self.config):
             # the target went down: a failure even when no test could be charged with it

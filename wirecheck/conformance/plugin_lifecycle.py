@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shlex
 import sys
 import time
@@ -170,19 +171,29 @@ def start_watch(config, spec, per_test: float, strict: bool) -> None:
     watch = CrashWatch(spec, profile, address, config.getoption("wirecheck_timeout"),
                        folder or CrashWatch.new_folder(), managed=bool(command),
                        restart_timeout=START_TIMEOUT + 30, finder=finder)
+    if finder is not None:
+        finder.paths_file = os.path.join(watch.folder, "paths.json")
     config.stash[_WATCH_KEY] = watch
     config.stash[_HELD_KEY] = []
     if config.stash.get(_PREFLIGHT_PASSED, False):
         watch.saw_alive()
     if managed is not None:
-        import os
-
         from wirecheck.conformance.target_health import SpinWatch
         config.stash[_MANAGED_KEY] = (managed, Supervisor(managed, watch.folder).start())
         config.stash[_SPINS_KEY] = SpinWatch(
             lambda: managed.proc.pid if managed.proc is not None and managed.proc.poll() is None else None,
             watch.turn, os.path.join(watch.folder, "tests.jsonl"), os.path.join(watch.folder, "spins.json"),
-            ready_at=lambda: managed.ready_at).start()
+            ready_at=lambda: managed.ready_at, restart=lambda: _restart_after_spin(watch)).start()
+
+
+def _restart_after_spin(watch) -> None:
+    """A spinning thread found (no test runs): the target is started afresh, as for a
+    crash-recovery kill, so that the next test that sets one spinning is seen too."""
+    watch.clear_before_kill("the spin watch's restart")
+    try:
+        watch.kill_and_restart("(the spin watch)")
+    except RuntimeError:
+        pass                     # it did not come back: the next test's look finds that
 
 
 def _finder(config, command: str, rerun_target: str | None, per_test: float, strict: bool):
@@ -197,6 +208,8 @@ def collected(config, items) -> None:
     watch = config.stash.get(_WATCH_KEY, None)
     if watch is not None and watch.finder is not None:
         watch.finder.paths = {item.nodeid: str(item.path) for item in items}
+        from wirecheck.conformance.crashwatch import write_json
+        write_json(watch.finder.paths_file, watch.finder.paths)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -370,6 +383,20 @@ def target_process(request):
         pytest.skip(f"{verdicts.NEEDS_TARGET_COMMAND}: the kit kills the target (kill -9) and "
                     "starts it again, so it must be the one running it")
     return TargetProcess(request.node, watch)
+
+
+def health_check(config, tests: list[str]) -> dict | None:
+    """``tests`` measured each on a target of its own (health.py), once the run is over (the
+    run's target is stopped first: a re-run may need its port); None when the kit does not run
+    the target."""
+    watch = config.stash.get(_WATCH_KEY, None)
+    if watch is None or watch.finder is None or hasattr(config, "workerinput"):
+        return None
+    _stop_target(config)
+    try:
+        return watch.finder.health(tests)
+    except Exception as exc:           # the kit's own failure: said, and nobody is charged
+        return {"results": {}, "error": f"{type(exc).__name__}: {exc}"}
 
 
 def crashes(config) -> list[dict]:

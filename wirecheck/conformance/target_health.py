@@ -119,8 +119,12 @@ class SpinWatch:
     ``turn`` is the run's lock (crashwatch.CrashWatch.turn); ``tests_file`` is where the
     tests' start and end times are appended (one JSON object per line)."""
 
-    def __init__(self, current_pgid, turn, tests_file: str, out_file: str, ready_at=lambda: 0.0) -> None:
+    def __init__(self, current_pgid, turn, tests_file: str, out_file: str, ready_at=lambda: 0.0,
+                 restart=None) -> None:
         self.current_pgid = current_pgid
+        #: called (with no test running) once a spin is recorded: a fresh target, so that a later
+        #: test that sets a thread spinning is seen too, whichever of them ran first
+        self.restart = restart
         #: wall time the target last started accepting connections (None: not yet)
         self.ready_at = ready_at
         self.turn = turn
@@ -182,17 +186,27 @@ class SpinWatch:
             if self._stop.wait(IDLE):
                 return
             usage = cores(before, thread_ticks(pgid), IDLE)
+            found = False
+            for key in suspects:
+                self._history.pop(key, None)       # measured again from now if it stays high
+                name, share = usage.get(key, ("?", 0.0))
+                if share < SPIN:
+                    self._cleared[key] = time.monotonic()     # a busy test's work, done once the tests paused
+                    continue
+                self._reported.add(key)
+                found = True
+                self.spins.append({"thread": f"{name} ({key})", "cpu": round(share, 2),
+                                   "since": began[key][0], "tests": self._tests_in(*began[key])})
+            if found and self.restart is not None:
+                self.restart()
+                # the tests that ran while it spun: one of them may have set off a thread the
+                # spinning one kept from starting; they are measured alone too (health.py)
+                for spin in self.spins:
+                    if "until" not in spin:
+                        spin["until"] = time.time()
+                        spin["during"] = self._tests_in(spin["since"], spin["until"])
+            self._save()
         self.paused += time.monotonic() - asked
-        for key in suspects:
-            self._history.pop(key, None)       # measured again from now if it stays high
-            name, share = usage.get(key, ("?", 0.0))
-            if share < SPIN:
-                self._cleared[key] = time.monotonic()     # a busy test's work, done once the tests paused
-                continue
-            self._reported.add(key)
-            self.spins.append({"thread": f"{name} ({key})", "cpu": round(share, 2),
-                               "since": began[key][0], "tests": self._tests_in(*began[key])})
-        self._save()
 
     def _began(self, key: str) -> tuple[float, float]:
         """When the thread went high, as a wall-clock window: the moment the thread was created,
@@ -228,7 +242,8 @@ class SpinWatch:
             if share >= SPIN:
                 began = self._began(key)
                 self.spins.append({"thread": f"{name} ({key})", "cpu": round(share, 2),
-                                   "since": began[0], "tests": self._tests_in(*began)})
+                                   "since": began[0], "tests": self._tests_in(*began),
+                                   "until": time.time(), "during": self._tests_in(began[0], time.time())})
         self._save()
 
     def _young(self) -> bool:

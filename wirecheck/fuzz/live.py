@@ -18,7 +18,7 @@ recorded connections (fuzz/live_replay.py): the connection that failed, or the o
 when the event needs them (a late death, state left by an earlier connection), replayed until
 the event comes back or clearly does not; ``reproduced`` says how many of ``replays`` fresh
 replays gave it back. A violation whose replay kills the target is a crash. Findings are
-grouped by the target's own evidence (fuzz/live_evidence.py: exit status, the first error line
+grouped by the target's own evidence (conformance/target_evidence.py: exit status, the first error line
 of its output, a traceback's exception and top frame; a spinning thread's name), one finding
 per root cause with its variants listed (fuzz/live_findings.py). With ``--target`` nothing is
 replayed, and each finding says so.
@@ -38,7 +38,7 @@ from pathlib import Path
 from wirecheck.conformance import liveness
 from wirecheck.conformance.target_process import ManagedTarget  # noqa: F401  (the fuzzer's target)
 from wirecheck.fuzz import live_findings
-from wirecheck.fuzz.live_evidence import crash_key, log_offset, output_since, signature  # noqa: F401
+from wirecheck.conformance.target_evidence import crash_key, log_offset, output_since, signature  # noqa: F401
 from wirecheck.fuzz.live_findings import ATTRIBUTION_TRIES, Finding
 from wirecheck.fuzz.live_health import HealthWatch
 from wirecheck.fuzz.live_io import read_answers, send_pieces

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 
 from wirecheck.conformance import target_health as health
-from wirecheck.fuzz.live_evidence import thread_key
+from wirecheck.conformance.target_evidence import thread_key
 
 #: Seconds between two readings of the target's threads and resources.
 EVERY = 0.25

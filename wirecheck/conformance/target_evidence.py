@@ -1,6 +1,6 @@
-"""What a target that the kit runs says about its own failure, as the network fuzzer groups
-findings by it (fuzz/live.py): one root cause is one finding, however many mutated inputs reach
-it.
+"""What a target that the kit runs says about its own failure: the network fuzzer groups its
+findings by it (fuzz/live.py), and a suite's CRASH names it (held_reports.py), so that one root
+cause is one finding, however many inputs or tests reach it.
 
 A crash's key is the target's evidence, never the fuzzer's input: its exit status (``exit code
 70``, ``killed by SIGSEGV``; exact, two codes are two causes), the first line of its output that

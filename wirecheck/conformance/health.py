@@ -1,0 +1,83 @@
+"""Which test leaves the target spinning, or its memory or descriptors growing: measured on a
+target of the test's own (culprits.py asks; the child's side of isolation.py runs this).
+
+During the run, the spin watch (target_health.py) finds a thread that keeps a core busy with no
+test running, and each test's memory and descriptor growth is read; under pytest-xdist the
+tests overlap, so neither names the test that did it. The tests it may have been (the spin's
+tests, and those during which memory or descriptors grew by more than a round's threshold) are
+each run again here on a freshly started target: :data:`ROUNDS` times in a row, the target's
+resident memory and open descriptors read before and after each run; then nothing is sent for
+:data:`target_health.IDLE` seconds and every thread's CPU time is read.
+
+- **growth**: every round added at least :data:`GROWTH_KB` of memory, or at least one
+  descriptor (a start-up cost is paid once; a leak is paid every time);
+- **spin**: a thread used at least :data:`target_health.SPIN` of a core with nothing to do.
+
+Both are NON-STRICT verdicts where the test passed (the documents say nothing of CPU or memory):
+they fail a run only under ``--strict``.
+"""
+from __future__ import annotations
+
+import time
+
+from wirecheck.conformance import target_health as th
+
+#: Runs of the test on one fresh target, and what each must add to be growth.
+ROUNDS = 3
+GROWTH_KB = 8 * 1024
+#: A test whose run added this much during the suite is re-run (with the spin's tests).
+SUSPECT_KB = GROWTH_KB
+SUSPECT_FDS = 2
+
+
+def measure(isolation) -> dict[str, dict]:
+    """Each test of ``isolation.suspects`` measured on a fresh target of its own."""
+    out: dict[str, dict] = {}
+    for nodeid in isolation.suspects:
+        isolation.fresh_target()
+        pgid = isolation.managed.proc.pid
+        ready = isolation.managed.ready_at or time.time()
+        item = isolation.items[nodeid]
+        rss, fds, reports = [], [], None
+        before = th.resources(pgid)
+        for _round in range(ROUNDS):
+            got = isolation._run_item(item)
+            reports = reports or isolation.serialize(item, got)
+            after = th.resources(pgid)
+            if before is None or after is None:
+                break
+            rss.append(after["rss_kb"] - before["rss_kb"])
+            fds.append(after["fds"] - before["fds"])
+            before = after
+        for data in reports or []:
+            data["nodeid"] = nodeid
+        wait = ready + th.START_GRACE - time.time()      # a start-up's work is no spin
+        if wait > 0:
+            time.sleep(wait)
+        ticks = th.thread_ticks(pgid)
+        time.sleep(th.IDLE)
+        usage = th.cores(ticks, th.thread_ticks(pgid), th.IDLE)
+        busy = max(usage.items(), key=lambda kv: kv[1][1], default=None)
+        record = {"test": nodeid, "rss_kb": rss, "fds": fds, "reports": reports or []}
+        if len(rss) == ROUNDS and (all(r >= GROWTH_KB for r in rss) or all(f >= 1 for f in fds)):
+            record["growth"] = ("memory" if all(r >= GROWTH_KB for r in rss) else "descriptors")
+        if busy is not None and busy[1][1] >= th.SPIN:
+            record["spin"] = {"thread": f"{busy[1][0]} ({busy[0]})", "cpu": round(busy[1][1], 2)}
+        out[nodeid] = record
+    return out
+
+
+def describe(record: dict) -> str:
+    """The NON-STRICT message of a test charged with a spin or a growth."""
+    parts = []
+    if record.get("spin"):
+        spin = record["spin"]
+        parts.append(f"target busy while idle after this test, run alone on a freshly started target: "
+                     f"thread {spin['thread']} at {spin['cpu']:.0%} of a core for {th.IDLE:g} s with nothing sent")
+    if record.get("growth") == "memory":
+        parts.append("target memory grows with each run of this test on a freshly started target: "
+                     + ", ".join(f"+{kb // 1024} MiB" for kb in record["rss_kb"]))
+    elif record.get("growth") == "descriptors":
+        parts.append("target keeps descriptors open with each run of this test on a freshly started target: "
+                     + ", ".join(f"+{n}" for n in record["fds"]))
+    return "NON-STRICT: " + "; ".join(parts)
