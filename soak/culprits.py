@@ -1,5 +1,6 @@
 """A crash is charged to the test that caused it, whatever ``-n``: the BlipMQ suite against the
-planted servers of tests/planted_servers.py, started by ``--target-command``.
+planted servers of tests/planted_servers.py, and the SignalR suite against
+tests/planted_signalr.py, started by ``--target-command``.
 
 - ``content``: dies on three inputs (an AUTH key_len read as signed, in the handshake; a
   topic_len read as signed; an unknown frame type), sent by four tests;
@@ -7,7 +8,9 @@ planted servers of tests/planted_servers.py, started by ``--target-command``.
 - ``stateful``: dies on a 256-byte SUBSCRIBE topic, but only after an earlier connection sent
   an ACK for subscription 0;
 - ``spin``: an unknown frame type sets a thread spinning; ``growth``: a 32 KiB-plus AUTH key
-  keeps 32 MiB for good (NON-STRICT verdicts, health.py).
+  keeps 32 MiB for good (NON-STRICT verdicts, health.py);
+- ``split`` (SignalR over WebSocket): dies on a record split across WebSocket messages (the
+  handshake included), sent by nine tests.
 
 For each, the suite runs with ``-n 1``, ``-n 2`` and ``-n auto``, three times each (``--quick``:
 a selection of the suite, ``-n 1`` and ``-n 2`` once). Goals: every run's verdicts identical;
@@ -58,16 +61,32 @@ PLANTS = {
     "growth": {"args": ["--on", "auth-key-signed", "--effect", "grow"], "crashers": set(),
                "charged": {"blipmq/test_boundaries.py::test_api_key_length[65535]"},
                "quick_k": "test_api_key_length or test_handshake"},
+    # SignalR over WebSocket: a record split across messages (content, not timing)
+    "split": {"protocol": "signalr", "plant": ROOT / "tests" / "planted_signalr.py",
+              "target": "http://127.0.0.1:0/hub", "args": [],
+              "crashers": {f"signalr/test_encoding.py::{t}" for t in (
+                  "test_record_separator_arriving_alone[json]", "test_record_split_into_single_bytes[json]",
+                  "test_records_split_anywhere[messagepack-0]", "test_records_split_anywhere[messagepack-1]",
+                  "test_records_split_anywhere[messagepack-2]", "test_records_split_anywhere[messagepack-3]",
+                  "test_varint_split_across_writes[messagepack]")} | {
+                  f"signalr/test_handshake.py::test_handshake_split_into_single_bytes[{e}]"
+                  for e in ("json", "messagepack")},
+              "quick_k": "split or separator or test_handshake_and"},
 }
 
 
 def run_suite(plant: str, workers: str, select: str | None, folder: Path, quick: bool = False) -> dict:
     """One run of the suite against ``plant``: its verdicts, crashes, exit status and time."""
+    spec = PLANTS[plant]
+    protocol = spec.get("protocol", "blipmq")
     report = folder / f"{plant}-{workers}-{time.monotonic_ns()}.json"
-    command = " ".join([sys.executable, str(PLANT), "--port", "{port}", "--data-dir", "{data_dir}",
-                        *PLANTS[plant].get("quick_args" if quick else "args", PLANTS[plant]["args"])])
-    argv = [sys.executable, "-m", "pytest", "--protocol", "blipmq", "--target-command", command, "-q",
+    command = " ".join([sys.executable, str(spec.get("plant", PLANT)), "--port", "{port}"]
+                       + (["--data-dir", "{data_dir}"] if protocol == "blipmq" else [])
+                       + spec.get("quick_args" if quick else "args", spec["args"]))
+    argv = [sys.executable, "-m", "pytest", "--protocol", protocol, "--target-command", command, "-q",
             "-p", "no:cacheprovider", "-n", workers, "--wirecheck-report", str(report)]
+    if spec.get("target"):
+        argv += ["--target", spec["target"]]
     if select:
         argv += ["-k", select]
     started = time.monotonic()
@@ -79,7 +98,7 @@ def run_suite(plant: str, workers: str, select: str | None, folder: Path, quick:
     return {"returncode": got.returncode, "elapsed_s": round(elapsed, 1),
             "verdicts": {t["nodeid"]: t["verdict"] for t in doc["tests"]},
             "messages": {t["nodeid"]: t["message"] for t in doc["tests"] if t["verdict"] == "CRASH"},
-            "crashes": doc["summary"]["blipmq"]["crashes"]}
+            "crashes": doc["summary"][protocol]["crashes"]}
 
 
 def problems(plant: str, runs: list[dict], quick: bool = False) -> list[str]:

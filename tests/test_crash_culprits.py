@@ -1,7 +1,8 @@
 """A crash is charged to the test that caused it, the same under ``-n 1`` and ``-n 2``
 (conformance/crashwatch.py, culprits.py, isolation.py): servers that die on what they are
 sent (tests/planted_servers.py), now, a moment later, or only after an earlier connection's
-state. The full runs (the whole suite, -n 1, 2 and auto, three times each) are ``make soak``'s
+state, or on a record split across WebSocket messages (tests/planted_signalr.py); and those that
+set a thread spinning or keep memory for good. The full runs (the whole suite, -n 1, 2 and auto, three times each) are ``make soak``'s
 (soak/culprits.py); these are its quick forms, and the runs without ``--target-command``."""
 from __future__ import annotations
 
@@ -16,18 +17,25 @@ from soak import culprits
 from wirecheck.conformance.crashwatch import earlier, suspects
 
 
-@pytest.mark.parametrize("plant", ["content", "delayed", "stateful"])
-def test_crashes_are_charged_to_the_tests_that_cause_them_whatever_n(tmp_path, plant):
+#: make test's share (soak/culprits.py runs every plant with -n 1, 2 and auto, three times): both
+#: forms for the plain crashes, the xdist form (the hard one) for the others; each run's CRASH
+#: set must be exactly the tests that crash the server alone, and two runs' verdicts equal.
+QUICK = [("content", ("1", "2")), ("delayed", ("2",)), ("stateful", ("2",)), ("split", ("2",))]
+
+
+@pytest.mark.parametrize("plant,workers", QUICK, ids=[q[0] for q in QUICK])
+def test_crashes_are_charged_to_the_tests_that_cause_them_whatever_n(tmp_path, plant, workers):
     spec = culprits.PLANTS[plant]
-    runs = [dict(culprits.run_suite(plant, n, spec["quick_k"], tmp_path, quick=True), workers=n) for n in ("1", "2")]
+    runs = [dict(culprits.run_suite(plant, n, spec["quick_k"], tmp_path, quick=True), workers=n) for n in workers]
     assert culprits.problems(plant, runs, quick=True) == [], [r.get("error") for r in runs]
     for run in runs:
+        code = "exit code 71" if plant == "split" else "exit code 70"
         for test, message in run["messages"].items():
-            assert "exit code 70" in message and "planted crash:" in message, message   # the process's own word
+            assert code in message and "planted crash:" in message, message   # the process's own word
         # every crash says which tests ran then, and how each re-run went
         for crash in run["crashes"]:
             assert crash["culprits"] and crash["suspects"] and crash["reruns"], crash
-            assert crash["status"] == "exit code 70" and "planted crash" in crash["output"]
+            assert crash["status"] == code and "planted crash" in crash["output"]
 
 
 @pytest.mark.parametrize("plant", ["spin", "growth"])

@@ -1,0 +1,95 @@
+"""A planted SignalR hub (the reference hub, HTTP + WebSocket, in its own process) that dies on a
+record split across WebSocket messages, as a server that parses each message as whole records
+does: a text message that does not end at a record separator, or a binary message whose last
+VarInt-prefixed record runs past its end (the handshake, JSON in either encoding, included).
+A split over WebSocket is content, not timing: each message's bounds are what the client sent.
+
+A length prefix above 16 MiB, or one longer than five bytes, is no split (another defect,
+which the suite's invalid-prefix tests send): the hub answers those as the reference does.
+
+``python tests/planted_signalr.py --port P`` (serves ``http://127.0.0.1:P/hub``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from wirecheck.reference_impl.core.server import ThreadedServer  # noqa: E402
+from wirecheck.reference_impl.signalr import broker  # noqa: E402
+from wirecheck.reference_impl.signalr.session import HubSession  # noqa: E402
+
+RS = b"\x1e"
+#: A declared record longer than this is not a split record but a length out of bounds.
+MAX_RECORD = 16 << 20
+
+
+def _binary_split(data: bytes) -> bool:
+    """Whether VarInt-prefixed records in ``data`` end inside one."""
+    pos = 0
+    while pos < len(data):
+        length = shift = 0
+        while True:
+            if pos >= len(data):
+                return True                  # the prefix itself runs past the message
+            byte = data[pos]
+            pos += 1
+            length |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                break
+            shift += 7
+            if shift >= 35:
+                return False                 # an invalid prefix: not a split
+        if length > MAX_RECORD:
+            return False
+        if pos + length > len(data):
+            return True
+        pos += length
+    return False
+
+
+def splits_a_record(protocol: str | None, data: bytes) -> bool:
+    if protocol is None:                     # the handshake: JSON text ending at 0x1e
+        end = data.find(RS)
+        if end < 0:
+            return True
+        try:
+            protocol = json.loads(data[:end]).get("protocol")
+        except (ValueError, AttributeError):
+            return False                     # not a handshake: the hub answers that
+        data = data[end + 1:]
+        if not data:
+            return False
+    if protocol == "messagepack":
+        return _binary_split(data)
+    return not data.endswith(RS)
+
+
+class SplitCrashSession(HubSession):
+    def receive(self, data: bytes, now: float) -> list[bytes]:
+        if self.transport == "websocket" and data and splits_a_record(self.protocol, data):
+            sys.stderr.write("planted crash: record split across WebSocket messages\n"
+                             "Traceback (most recent call last):\n"
+                             '  File "hub_reader.py", line 88, in read_message\n'
+                             "IncompleteRecordError: message ends inside a record\n")
+            sys.stderr.flush()
+            os._exit(71)
+        return super().receive(data, now)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    broker.HubSession = SplitCrashSession        # the class the hub makes its sessions from
+    server = ThreadedServer(broker.make_broker(port=args.port, raw_port=0)).start()
+    print(f"serving http://127.0.0.1:{server.address[1]}/hub", flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
