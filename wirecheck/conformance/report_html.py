@@ -521,8 +521,7 @@ def _findings_table(c: Campaign) -> str:
         protos = c.job_protocols(found_by)
         proto = f" data-proto='{_t(next(iter(protos)))}'" if len(protos) == 1 else ""
         kind = _kind(str(f.get("kind", "")))
-        if f.get("reproduced") is not None:
-            kind += f"<br><small>{'reproduced' if f['reproduced'] else 'not reproduced'}</small>"
+        kind += _reproduced(f)
         detail = (f"<details><summary>detail</summary><pre>{_t(f['detail'])}</pre></details>"
                   if f.get("detail") else "")
         reproduce = f"<code class='sig'>{_t(f['reproduce'])}</code>" if f.get("reproduce") else ""
@@ -533,6 +532,19 @@ def _findings_table(c: Campaign) -> str:
                     f"<td>{_minimized(f.get('minimized'))}</td><td>{reproduce}</td></tr>")
     return ("<table><tr><th>kind</th><th>signature</th><th>found by</th><th>count</th><th>file</th>"
             "<th>minimized</th><th>reproduce</th></tr>" + "".join(rows) + "</table>")
+
+
+def _reproduced(f: dict) -> str:
+    """How a finding's replays on fresh targets went: "reproduced N of M", "not replayed" (the
+    kit did not run the target), or, in campaigns recorded before the count, yes or no."""
+    if f.get("replayed") is False:
+        return "<br><small>not replayed (the kit did not run the target)</small>"
+    got, of = f.get("reproduced"), f.get("replays")
+    if isinstance(got, int) and not isinstance(got, bool) and isinstance(of, int) and of:
+        return f"<br><small>reproduced {got} of {of}</small>"
+    if got is not None:
+        return f"<br><small>{'reproduced' if got else 'not reproduced'}</small>"
+    return ""
 
 
 def _minimized(m) -> str:
