@@ -130,10 +130,12 @@ def problems(plant: str, runs: list[dict], quick: bool = False) -> list[str]:
     return out
 
 
-def run(quick: bool = False) -> dict:
+def run(quick: bool = False, only: tuple[str, ...] = ()) -> dict:
     result: dict = {"plants": {}}
     with tempfile.TemporaryDirectory(prefix="wirecheck-soak-culprits-") as tmp:
         for plant, spec in PLANTS.items():
+            if only and plant not in only:
+                continue
             select = spec["quick_k"] if quick else None
             workers = ("1", "2") if quick else ("1", "2", "auto")
             runs = [dict(run_suite(plant, n, select, Path(tmp), quick), workers=n)
@@ -148,10 +150,11 @@ def run(quick: bool = False) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m soak.culprits", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a selection of the suite, -n 1 and -n 2 once")
+    parser.add_argument("--only", action="append", choices=sorted(PLANTS), help="only these plants (repeatable)")
     parser.add_argument("--out", default="reports/soak/culprits.json")
     args = parser.parse_args(argv)
     started = time.monotonic()
-    result = run(args.quick)
+    result = run(args.quick, tuple(args.only or ()))
     result["elapsed_s"] = round(time.monotonic() - started, 1)
     from soak.common import write_result
     write_result(args.out, result)
