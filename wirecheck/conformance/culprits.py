@@ -60,11 +60,12 @@ class Finder:
         done["attributed"] = bool(done["culprits"])
         return done
 
-    def health(self, tests: list[str]) -> dict:
-        """Each of ``tests`` on a fresh target of its own, three times, then the target with
-        nothing to do (isolation.py's health mode): whether its memory or descriptors rose each
-        time, and whether a thread kept a core busy."""
-        return self._child({"mode": "health", "tests": tests}, tests)
+    def health(self, spin: list[str], growth: list[str]) -> dict:
+        """Each test on a fresh target of its own (isolation.py's health mode, health.py): a
+        ``growth`` suspect three times, its memory and descriptors read after each run; a
+        ``spin`` suspect then left with nothing to do, its threads' CPU read."""
+        tests = sorted(set(spin) | set(growth))
+        return self._child({"mode": "health", "tests": tests, "spin": spin, "growth": growth}, tests)
 
     def _child(self, request_body: dict, tests: list[str]) -> dict:
         fd, out = tempfile.mkstemp(prefix="wirecheck-rerun-", suffix=".jsonl")

@@ -31,16 +31,20 @@ SUSPECT_FDS = 2
 
 
 def measure(isolation) -> dict[str, dict]:
-    """Each test of ``isolation.suspects`` measured on a fresh target of its own."""
+    """Each test of ``isolation.suspects`` measured on a fresh target of its own: its growth over
+    :data:`ROUNDS` runs when it is a growth suspect, the idle threads when it is a spin's
+    (``isolation.spin_tests``; a test that is only a spin's suspect runs once)."""
     out: dict[str, dict] = {}
     for nodeid in isolation.suspects:
+        spin_suspect = nodeid in isolation.spin_tests
+        rounds = ROUNDS if nodeid in isolation.growth_tests else 1
         isolation.fresh_target()
         pgid = isolation.managed.proc.pid
         ready = isolation.managed.ready_at or time.time()
         item = isolation.items[nodeid]
         rss, fds, reports = [], [], None
         before = th.resources(pgid)
-        for _round in range(ROUNDS):
+        for _round in range(rounds):
             got = isolation._run_item(item)
             reports = reports or isolation.serialize(item, got)
             after = th.resources(pgid)
@@ -51,13 +55,15 @@ def measure(isolation) -> dict[str, dict]:
             before = after
         for data in reports or []:
             data["nodeid"] = nodeid
-        wait = ready + th.START_GRACE - time.time()      # a start-up's work is no spin
-        if wait > 0:
-            time.sleep(wait)
-        ticks = th.thread_ticks(pgid)
-        time.sleep(th.IDLE)
-        usage = th.cores(ticks, th.thread_ticks(pgid), th.IDLE)
-        busy = max(usage.items(), key=lambda kv: kv[1][1], default=None)
+        busy = None
+        if spin_suspect:
+            wait = ready + th.START_GRACE - time.time()      # a start-up's work is no spin
+            if wait > 0:
+                time.sleep(wait)
+            ticks = th.thread_ticks(pgid)
+            time.sleep(th.IDLE)
+            usage = th.cores(ticks, th.thread_ticks(pgid), th.IDLE)
+            busy = max(usage.items(), key=lambda kv: kv[1][1], default=None)
         record = {"test": nodeid, "rss_kb": rss, "fds": fds, "reports": reports or []}
         if len(rss) == ROUNDS and (all(r >= GROWTH_KB for r in rss) or all(f >= 1 for f in fds)):
             record["growth"] = ("memory" if all(r >= GROWTH_KB for r in rss) else "descriptors")

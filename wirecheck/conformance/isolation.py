@@ -43,6 +43,9 @@ class Isolation:
         #: "culprits" (the crash search) or "health" (health.py: growth and spin, per test)
         self.mode: str = request.get("mode", "culprits")
         self.suspects: list[str] = request.get("suspects") or request.get("tests", [])
+        #: health mode: which tests a spin began with or ran beside, which grew the target
+        self.spin_tests: set[str] = set(request.get("spin", self.suspects))
+        self.growth_tests: set[str] = set(request.get("growth", self.suspects))
         self.earlier: list[str] = request.get("earlier", [])
         #: the asking run's node id -> the argument it gave for it (path::name)
         self.args: dict[str, str] = request.get("args", {})

@@ -541,7 +541,7 @@ class ResultCollector:
                 "peak_fds": max((r["target"].get("fds", 0) for r in tests), default=None)}
 
     #: Tests re-run to find who grew the target's memory or descriptors, at most (the largest).
-    MAX_HEALTH_RERUNS = 12
+    MAX_HEALTH_RERUNS = 8
 
     def _blame_health(self) -> None:
         """With --target-command: the tests a spin began with, and those during which the
@@ -554,9 +554,10 @@ class ResultCollector:
         grown = sorted((r for r in self.results.values() if r.get("target") and (
             r["target"].get("rss_growth_kb", 0) >= SUSPECT_KB or r["target"].get("fd_growth", 0) >= SUSPECT_FDS)),
             key=lambda r: -r["target"].get("rss_growth_kb", 0))[:self.MAX_HEALTH_RERUNS]
-        spun = {t for spin in spins for t in spin["tests"] + spin.get("during", [])[:self.MAX_HEALTH_RERUNS]}
-        suspects = sorted({t for t in spun if t in self.results} | {r["nodeid"] for r in grown})
-        measured = lifecycle.health_check(self.config, suspects) if suspects else None
+        spun = sorted({t for spin in spins for t in spin["tests"] + spin.get("during", [])[:self.MAX_HEALTH_RERUNS]
+                       if t in self.results})
+        growing = sorted(r["nodeid"] for r in grown)
+        measured = lifecycle.health_check(self.config, spun, growing) if spun or growing else None
         if measured is None:
             for spin in spins:
                 if len(spin["tests"]) == 1 and spin["tests"][0] in self.results:

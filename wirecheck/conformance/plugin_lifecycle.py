@@ -385,8 +385,9 @@ def target_process(request):
     return TargetProcess(request.node, watch)
 
 
-def health_check(config, tests: list[str]) -> dict | None:
-    """``tests`` measured each on a target of its own (health.py), once the run is over (the
+def health_check(config, spin: list[str], growth: list[str]) -> dict | None:
+    """The suspects of a spin and of a growth measured each on a target of its own (health.py),
+    once the run is over (the
     run's target is stopped first: a re-run may need its port); None when the kit does not run
     the target."""
     watch = config.stash.get(_WATCH_KEY, None)
@@ -394,7 +395,7 @@ def health_check(config, tests: list[str]) -> dict | None:
         return None
     _stop_target(config)
     try:
-        return watch.finder.health(tests)
+        return watch.finder.health(spin, growth)
     except Exception as exc:           # the kit's own failure: said, and nobody is charged
         return {"results": {}, "error": f"{type(exc).__name__}: {exc}"}
 
