@@ -69,7 +69,6 @@ POLL = 0.05
 #: target was last seen answering is not a suspect; a look this long after a test ended clears it.
 AFTER_INPUT = 1.5
 
-CRASH, NOT_JUDGED = "crash", "not-judged"
 
 
 def write_json(path: str, doc: dict) -> None:

@@ -88,8 +88,7 @@ class Isolation:
         self.fresh = False
 
     def serialize(self, item, reports: list) -> list[dict]:
-        out = [item.config.hook.pytest_report_to_serializable(config=item.config, report=r) for r in reports]
-        return out
+        return [item.config.hook.pytest_report_to_serializable(config=item.config, report=r) for r in reports]
 
     def sequence(self, tests: list[str]) -> tuple[list[dict], int | None]:
         """Run ``tests`` in order on a fresh target until it goes down: (one record per test
