@@ -109,3 +109,22 @@ def test_a_test_never_waits_long_for_nothing(tmp_path):
     got, doc = _against_own_plant(tmp_path, "2", "test_handshake", "--on", "type-0xee")
     assert got.returncode == 0 and {t["verdict"] for t in doc["tests"]} == {"PASS"}, got.stdout[-2000:]
     assert time.monotonic() - started < 120
+
+
+def test_the_reruns_draw_what_the_run_draws():
+    """A re-run judges a test as the run did: the same hypothesis seed and profile (a state
+    machine's examples are the inputs), the plugins loaded by name; never xdist."""
+    from types import SimpleNamespace
+
+    from wirecheck.conformance.culprits import child_argv
+    option = SimpleNamespace(wirecheck_protocol="blipmq", wirecheck_timeout=5.0, wirecheck_profile=None,
+                             wirecheck_test_budget=None, hypothesis_seed=1234, hypothesis_profile="ci")
+    config = SimpleNamespace(option=option, rootpath="/r", inipath=None,
+                             invocation_params=SimpleNamespace(args=("-p", "myplugin", "-pother", "-n", "2",
+                                                                     "-p", "xdist", "-p", "no:cacheprovider")))
+    argv = child_argv(config, "serve {port}", None, strict=False)
+    assert argv[argv.index("--hypothesis-seed") + 1] == "1234"
+    assert argv[argv.index("--hypothesis-profile") + 1] == "ci"
+    tail = argv[argv.index("--hypothesis-profile") + 2:]
+    assert tail == ["-p", "myplugin", "-p", "other"]
+    assert "-n" not in argv and argv.count("no:xdist") == 1

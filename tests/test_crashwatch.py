@@ -117,6 +117,10 @@ def test_a_target_command_that_does_not_start_is_one_line_and_exit_2(tmp_path):
     assert got.returncode == 2 and doc is None
     assert got.stderr.startswith("wirecheck: --target-command: the target exited at start (exit code 1)")
     assert "no config file" in got.stderr
+    got, doc = _run_managed(tmp_path, f"{tmp_path}/no-such-server --port {{port}}")
+    assert got.returncode == 2 and doc is None and "Traceback" not in got.stderr
+    assert got.stderr.startswith(f"wirecheck: --target-command: cannot run '{tmp_path}/no-such-server': "
+                                 "No such file or directory"), got.stderr
 
 
 def test_a_profile_carries_the_target_command(tmp_path):

@@ -53,3 +53,49 @@ def test_profile_file_is_read_with_what_it_extends(tmp_path, capsys):
     bad.write_text('extends = "vibemq-0.1"\n')
     assert _fuzz("--protocol", "vibemq", "--serve", "--profile", str(bad), "--time", "3") == command.EXIT_HARNESS
     assert "unknown profile 'vibemq-0.1'" in capsys.readouterr().err
+
+
+def test_a_command_that_cannot_start_is_one_line_exit_2(tmp_path, capsys):
+    """The user's typo in ``--command`` is told in one line before any fuzzing, never as a
+    traceback: a missing program, one that is not executable, an empty or unbalanced command,
+    one that exits at once."""
+    directory = tmp_path / "dir"
+    directory.mkdir()
+    cases = {f"{tmp_path}/missing --port {{port}}": "cannot run",
+             f"{directory} {{port}}": "cannot run",
+             "": "the command is empty",
+             "'unbalanced {port}": "No closing quotation",
+             "true {port}": "exited at start (exit code 0):\n(it printed nothing)"}
+    for cmd, said in cases.items():
+        status = _fuzz("--protocol", "blipmq", "--command", cmd, "--time", "2",
+                       "--findings", str(tmp_path / "findings"))
+        out, err = capsys.readouterr()
+        assert status == command.EXIT_HARNESS, cmd
+        assert err.startswith("wirecheck fuzz: ") and said in err and "Traceback" not in err, (cmd, err)
+        assert out == ""
+
+
+def test_a_campaign_job_that_starts_late_gets_what_is_left_of_the_budget(monkeypatch):
+    """Campaigns ran past ``--time``: every job got its full share however late it started, and
+    minimizing took 30 s a crash after the end. Now a late job gets what is left (at least
+    MIN_SHARE) and minimizing stops when its time is spent, the crash kept whole."""
+    import subprocess
+    import time
+
+    from wirecheck.fuzz import campaign
+    seen = []
+
+    def fake_run(argv, **kw):
+        seen.append(argv)
+        return subprocess.CompletedProcess(argv, 0, stdout='{"execs": 1, "findings": []}\n', stderr="")
+
+    monkeypatch.setattr(campaign.subprocess, "run", fake_run)
+    base = ["py", "-m", "wirecheck", "fuzz", "--json", "--protocol", "blipmq"]
+    now = time.monotonic()
+    for left, share, given in ((20.0, 100.0, "20"), (500.0, 100.0, "100"), (1.0, 100.0, str(int(campaign.MIN_SHARE)))):
+        job = campaign.run_job(campaign.Job("j", base, share), deadline=now + left)
+        assert seen[-1][4:6] == ["--time", given] and seen[-1][6:] == base[4:] and job.result["execs"] == 1
+    crashes = [{"mode": "inprocess", "kind": "crash", "file": f"/f/{i}", "target": "t"} for i in range(3)]
+    campaign.minimize_findings(crashes, total=0.0)
+    assert all(c["minimized"] == {"error": "not minimized: the campaign's time budget was spent"} for c in crashes)
+    assert len(seen) == 3

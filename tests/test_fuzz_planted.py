@@ -174,7 +174,23 @@ def test_crash_that_needs_an_earlier_connection_is_replayed_with_it(tmp_path):
     assert blip.encode(blip.Ack(3, 0))[4:] in before or b"\x05" in before[:64]   # an ACK went first
     decoded = BLIP.make_decoder(origin="client").feed(Path(f["file"]).read_bytes())
     assert any(isinstance(x, blip.Subscribe) and len(x.topic.encode()) == 256 for x in decoded)
-    assert " && wirecheck replay " in f["reproduce"]
+    # the one printed command replays both connections on a fresh target and sees it die
+    assert f["reproduce"].startswith(f"wirecheck replay {f['file']} --protocol blipmq --target-command ")
+    import shlex
+    import subprocess
+    argv = shlex.split(f["reproduce"])
+    got = subprocess.run([sys.executable, "-m", "wirecheck", *argv[1:]], capture_output=True, text=True,
+                         timeout=120)
+    assert got.returncode == 1 and "the target went down during the replay (exit code 70)" in got.stderr, \
+        got.stdout + got.stderr
+    assert "planted crash: topic-256-after-ack0" in got.stderr
+    assert "replayed first the 1 earlier connection(s) the finding needs" in got.stdout, got.stdout
+    # the control: the same bytes without the finding's JSON (no earlier connection) do not kill it
+    lone = tmp_path / "lone.bin"
+    lone.write_bytes(Path(f["file"]).read_bytes())
+    alone = subprocess.run([sys.executable, "-m", "wirecheck", "replay", str(lone), *argv[3:]],
+                           capture_output=True, text=True, timeout=120)
+    assert "went down" not in alone.stderr and "earlier connection" not in alone.stdout, alone.stdout + alone.stderr
 
 
 def test_a_violation_whose_replay_kills_the_target_is_a_crash(tmp_path):

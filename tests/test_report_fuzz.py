@@ -53,7 +53,10 @@ def with_findings(doc: dict) -> dict:
                         "protocol": "blipmq", "profile": None, "target": "127.0.0.1:40000", "execs": 634,
                         "exec_per_s": 79.2, "seeds": 117, "corpus_size": 183, "coverage": 66, "restarts": 1,
                         "stopped": "", "findings": [{k: live[k] for k in ("kind", "signature", "count", "file",
-                                                                             "reproduced", "frames", "bytes")}]})
+                                                                             "reproduced", "frames", "bytes")}],
+                        # a kill -9 by hand: seen, replayed three times, never given back
+                        "not_reproduced": [{"kind": "crash", "signature": "crash: killed by <SIGKILL>",
+                                            "replays": 3, "file": "/f/live-blipmq/crash-0d.bin"}]})
     doc["jobs"].append({"name": "blipmq_broken", "seconds_budget": 8.0, "error": "exit 1: <Traceback>"})
     doc["findings"], doc["errors"] = [crash, live], ["blipmq_broken"]
     doc["execs"] += 634
@@ -129,6 +132,11 @@ def test_findings_escaped_and_campaigns_newest_first(inputs, tmp_path):
     assert "hang: no answer to &lt;PING&gt; within 2.0 s" in hang and "reproduced" in hang
     assert "wirecheck replay /f/live-blipmq/hang-b72da00ea8.bin --protocol blipmq --target HOST:PORT" in hang
     assert "exit 1: &lt;Traceback&gt;" in page and "job errors: blipmq_broken" in page
+    gone = page[page.index("event(s) that a freshly started target never gave back"):]
+    gone = gone[:gone.index("</table>")]
+    assert gone.startswith("event(s)") and page[page.index(gone) - 5:page.index(gone)] == "<p>1 "
+    assert "crash: killed by &lt;SIGKILL&gt;" in gone and "live_blipmq" in gone and "0 of 3" in gone
+    assert "/f/live-blipmq/crash-0d.bin" in gone and "killed by" not in findings
     # A job that found something is "failed" for the filter; one that did not is not.
     assert re.search(rf"data-failed='1'><td>{doc['jobs'][0]['name']}</td>", page)
     assert re.search(rf"data-failed='0'><td>{doc['jobs'][1]['name']}</td>", page)

@@ -58,3 +58,33 @@ def test_memory_and_descriptors_per_test_and_a_descriptor_leak(tmp_path):
     # one descriptor kept per connection: 35 tests, each with at least one connection
     assert lk["peak_fds"] >= h["peak_fds"] + 35, (h["peak_fds"], lk["peak_fds"])
     assert lk["fd_growers"] and all(g["fd_growth"] >= 1 for g in lk["fd_growers"])
+
+
+def test_a_spinning_thread_counts_fully_on_a_machine_with_every_core_busy():
+    """A spin is runnable time, not CPU time: with twice as many busy processes as cores, a
+    spinning thread gets well under a core but stays runnable all the time; a sleeping thread
+    stays near nothing. (CPU time put such a spin under the half-core line on a busy machine.)"""
+    import os
+    import time
+
+    from wirecheck.conformance import target_health as th
+    code = ("import sys, threading, time\n"
+            "def spin():\n    print('spinner', threading.get_native_id(), flush=True)\n    while True: pass\n"
+            "def sleep():\n    print('sleeper', threading.get_native_id(), flush=True)\n    time.sleep(60)\n"
+            "threading.Thread(target=spin, daemon=True).start()\n"
+            "threading.Thread(target=sleep, daemon=True).start()\n"
+            "time.sleep(60)\n")
+    target = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE, text=True)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        tids = dict(target.stdout.readline().split() for _ in range(2))
+        time.sleep(0.5)
+        before, t0 = th.thread_times(target.pid), time.monotonic()
+        time.sleep(1.5)
+        usage = th.cores(before, th.thread_times(target.pid), time.monotonic() - t0)
+    finally:
+        for p in [target, *hogs]:
+            p.kill()
+            p.wait()
+    share = {name: usage[f"{target.pid}/{tid}"][1] for name, tid in tids.items()}
+    assert share["spinner"] >= 0.9 and share["sleeper"] < 0.05, share

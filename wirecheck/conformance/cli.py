@@ -321,11 +321,13 @@ def _replay_managed(args, replay) -> int:
     """``replay --target-command``: the kit starts the target, replays, and tells whether the
     target was still running at the end (a replay that kills the target would otherwise show as
     connections refused, with no word of the crash)."""
-    import shlex
-
     from wirecheck.conformance.target_process import ManagedTarget
     host, port = args.target[0], args.target[1]
-    managed = ManagedTarget(shlex.split(args.target_command), host=host, start_timeout=30.0)
+    try:
+        managed = ManagedTarget.command(args.target_command, host=host, start_timeout=30.0)
+    except RuntimeError as exc:
+        print(f"wirecheck replay: --target-command: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
     if not any("{port}" in a for a in managed.argv):
         if not port:
             print("wirecheck replay: --target-command needs {port} (the kit picks a free port), or "

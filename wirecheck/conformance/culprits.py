@@ -132,4 +132,18 @@ def child_argv(config, target_command: str, target: str | None, strict: bool) ->
         argv += ["--wirecheck-test-budget", repr(opt.wirecheck_test_budget)]
     if strict:
         argv += ["-o", "strict=true"]
+    # what the hypothesis-driven tests draw: the same seed and profile as the run's
+    if getattr(opt, "hypothesis_seed", None) is not None:
+        argv += ["--hypothesis-seed", str(opt.hypothesis_seed)]
+    if getattr(opt, "hypothesis_profile", None):
+        argv += ["--hypothesis-profile", opt.hypothesis_profile]
+    # plugins the run loaded by name (-p NAME), but not those a child must not have
+    argv += [a for name in _plugins(config) for a in ("-p", name)]
     return argv
+
+
+def _plugins(config) -> list[str]:
+    args = list(config.invocation_params.args)
+    names = [v for f, v in zip(args, args[1:]) if f == "-p"]
+    names += [a[2:] for a in args if a.startswith("-p") and len(a) > 2 and not a.startswith("-p=")]
+    return [n for n in names if n not in ("xdist", "no:xdist", "no:cacheprovider", "cacheprovider")]

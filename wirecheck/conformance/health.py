@@ -60,9 +60,9 @@ def measure(isolation) -> dict[str, dict]:
             wait = ready + th.START_GRACE - time.time()      # a start-up's work is no spin
             if wait > 0:
                 time.sleep(wait)
-            ticks = th.thread_ticks(pgid)
+            ticks = th.thread_times(pgid)
             time.sleep(th.IDLE)
-            usage = th.cores(ticks, th.thread_ticks(pgid), th.IDLE)
+            usage = th.cores(ticks, th.thread_times(pgid), th.IDLE)
             busy = max(usage.items(), key=lambda kv: kv[1][1], default=None)
         record = {"test": nodeid, "rss_kb": rss, "fds": fds, "reports": reports or []}
         if len(rss) == ROUNDS and (all(r >= GROWTH_KB for r in rss) or all(f >= 1 for f in fds)):

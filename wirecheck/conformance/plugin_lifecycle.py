@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shlex
 import sys
 import time
 
@@ -96,8 +95,11 @@ def _start_target(config) -> str | None:
     from wirecheck.conformance.target_process import ManagedTarget
     address = config.getoption("wirecheck_target")
     host = address[0] if address else "127.0.0.1"
-    managed = ManagedTarget(shlex.split(config.getoption("wirecheck_target_command")), host=host,
-                            start_timeout=START_TIMEOUT)
+    try:
+        managed = ManagedTarget.command(config.getoption("wirecheck_target_command"), host=host,
+                                        start_timeout=START_TIMEOUT)
+    except RuntimeError as exc:
+        return str(exc)
     if not any("{port}" in a for a in managed.argv):
         if not (address and address[1]):
             return "the command needs {port} (the kit picks a free port), or give --target HOST:PORT"

@@ -236,9 +236,12 @@ def replay_bytes(spec, path: str, options: ReplayOptions) -> list[FlowResult]:
     """A byte file (a fuzzer's finding) as one client stream; see the module doc."""
     with open(path, "rb") as fh:
         data = fh.read()
+    earlier = _earlier_connections(path, options)
     conn = Connection(0, ("file", 0), tuple(options.target))
     replayer = Replayer(spec, options)
     flow = FlowReplay(replayer, conn)
+    if earlier:
+        flow.note(earlier)
     flow.connect()
     if flow.sock is not None:
         pos = 0
@@ -405,6 +408,49 @@ def _finding_writes(path: str, total: int) -> list[int]:
     if isinstance(writes, list) and all(isinstance(w, int) and w > 0 for w in writes) and sum(writes) == total:
         return writes
     return [total]
+
+
+#: Seconds an earlier connection's answers may take to stop (quiet) before it is closed.
+EARLIER_QUIET = 0.2
+
+
+def _earlier_connections(path: str, options: ReplayOptions) -> str:
+    """The connections a fuzzer finding needs before its own (``connections_before`` in its
+    JSON: some servers keep state across connections), sent first, each on its own
+    connection in the fuzzer's writes, its answers read until the target is quiet or closes;
+    a note of what was done, or "" when the finding needs none."""
+    import select
+    import socket
+    befores = _finding_meta(path).get("connections_before")
+    if not isinstance(befores, list) or not befores:
+        return ""
+    host, port = options.target[0], options.target[1]
+    sent = 0
+    for before in befores:
+        try:
+            data = b"".join(bytes.fromhex(f) for f in before["frames"])
+        except (KeyError, TypeError, ValueError):
+            return f"the finding's earlier connection {sent + 1} is unreadable: not replayed"
+        writes = before.get("writes")
+        if not (isinstance(writes, list) and all(isinstance(w, int) and w > 0 for w in writes)
+                and sum(writes) == len(data)):
+            writes = [len(data)]
+        try:
+            with socket.create_connection((host, port), timeout=options.timeout) as sock:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                pos = 0
+                for size in writes:
+                    sock.sendall(data[pos:pos + size])
+                    pos += size
+                deadline = time.monotonic() + options.timeout
+                while time.monotonic() < deadline:
+                    if not select.select([sock], [], [], EARLIER_QUIET)[0] or not sock.recv(65536):
+                        break
+        except OSError as exc:
+            return (f"{sent} of the finding's {len(befores)} earlier connection(s) replayed; the next "
+                    f"failed: {exc.strerror or exc}")
+        sent += 1
+    return f"replayed first the {sent} earlier connection(s) the finding needs (connections_before)"
 
 
 def _finding_protocol(path: str):

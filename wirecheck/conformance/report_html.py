@@ -483,7 +483,8 @@ def _campaign(c: Campaign, anchor: str) -> str:
     if errors:
         facts.append(f"job errors: {_t(', '.join(map(str, errors)))}")
     return (f"<div id='{anchor}'><h3>{_t(c.label)}</h3><p>{' &middot; '.join(facts)}<br>"
-            f"<small>{_t(c.path)}</small></p>" + _jobs_table(c, anchor) + _findings_table(c) + "</div>")
+            f"<small>{_t(c.path)}</small></p>" + _jobs_table(c, anchor) + _findings_table(c)
+            + _not_reproduced(c) + "</div>")
 
 
 def _jobs_table(c: Campaign, anchor: str) -> str:
@@ -532,6 +533,26 @@ def _findings_table(c: Campaign) -> str:
                     f"<td>{_minimized(f.get('minimized'))}</td><td>{reproduce}</td></tr>")
     return ("<table><tr><th>kind</th><th>signature</th><th>found by</th><th>count</th><th>file</th>"
             "<th>minimized</th><th>reproduce</th></tr>" + "".join(rows) + "</table>")
+
+
+def _not_reproduced(c: Campaign) -> str:
+    """The network jobs' events that a freshly started target never gave back (fuzz/live.py's
+    ``not_reproduced``): not findings, but a user who killed the target or ran out of memory
+    by hand must see that the kit saw it and what it did with it."""
+    rows = []
+    for j in c.jobs:
+        for e in j.get("not_reproduced") or []:
+            if isinstance(e, dict):
+                rows.append(f"<tr><td>{_kind(str(e.get('kind', '')))}</td>"
+                            f"<td><code class='sig'>{_t(e.get('signature', ''))}</code></td>"
+                            f"<td>{_t(j.get('name', ''))}</td>"
+                            f"<td class='num'>0 of {_num(e.get('replays'))}</td>"
+                            f"<td><code class='sig'>{_t(e.get('file') or '')}</code></td></tr>")
+    if not rows:
+        return ""
+    return (f"<p>{len(rows)} event(s) that a freshly started target never gave back (not findings: "
+            "the input alone does not cause them):</p><table><tr><th>kind</th><th>signature</th>"
+            "<th>job</th><th>reproduced</th><th>file</th></tr>" + "".join(rows) + "</table>")
 
 
 def _reproduced(f: dict) -> str:

@@ -81,10 +81,15 @@ def _boot_offset() -> float:
     return time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
 
 
-def thread_ticks(pgid: int) -> dict[str, tuple[str, int, float]]:
-    """``"pid/tid" -> (thread name, CPU ticks used so far, wall time it was started)`` for
-    every thread of the group."""
-    out: dict[str, tuple[str, int, float]] = {}
+def thread_times(pgid: int) -> dict[str, tuple[str, float, float]]:
+    """``"pid/tid" -> (thread name, seconds runnable so far, wall time it was started)`` for
+    every thread of the group.
+
+    Runnable is on a CPU or waiting in the run queue for one (``/proc/.../schedstat``): a
+    spinning thread is runnable all the time however busy the machine is, where its CPU time
+    falls with the load (on a loaded two-core machine a spinning thread got under half a core,
+    and was let go). Where the kernel keeps no schedstat, the CPU time (utime + stime)."""
+    out: dict[str, tuple[str, float, float]] = {}
     booted = _boot_offset()
     for pid in live_group_pids(pgid):
         try:
@@ -98,16 +103,21 @@ def thread_ticks(pgid: int) -> dict[str, tuple[str, int, float]]:
             name = stat[stat.index("(") + 1:stat.rindex(")")]
             fields = stat[stat.rindex(")") + 2:].split()
             # after "pid (comm) ": state(0) ... utime(11) stime(12) ... starttime(19)
-            out[f"{pid}/{tid}"] = (name, int(fields[11]) + int(fields[12]), booted + int(fields[19]) / _TICK)
+            runnable = (int(fields[11]) + int(fields[12])) / _TICK
+            sched = (_read(f"/proc/{pid}/task/{tid}/schedstat") or "").split()
+            if len(sched) >= 2 and sched[0].isdigit() and sched[1].isdigit():
+                runnable = (int(sched[0]) + int(sched[1])) / 1e9     # ns on a CPU + ns waiting for one
+            out[f"{pid}/{tid}"] = (name, runnable, booted + int(fields[19]) / _TICK)
     return out
 
 
 def cores(before: dict, after: dict, seconds: float) -> dict[str, tuple[str, float]]:
-    """Share of a core each thread used between two :func:`thread_ticks` readings."""
+    """Share of the time each thread was runnable (of a core it used or waited for) between
+    two :func:`thread_times` readings."""
     out = {}
-    for key, (name, ticks, _started) in after.items():
+    for key, (name, runnable, _started) in after.items():
         if key in before and seconds > 0:
-            out[key] = (name, (ticks - before[key][1]) / _TICK / seconds)
+            out[key] = (name, (runnable - before[key][1]) / seconds)
     return out
 
 
@@ -163,7 +173,7 @@ class SpinWatch:
         now = time.monotonic()
         suspects = []
         young = self._young()
-        for key, (name, ticks, started) in thread_ticks(pgid).items():
+        for key, (name, ticks, started) in thread_times(pgid).items():
             self._started[key] = started
             history = self._history.setdefault(key, collections.deque())
             history.append((now, ticks, time.time()))
@@ -172,7 +182,7 @@ class SpinWatch:
             first_t, first_ticks, _wall = history[0]
             if not young and key not in self._reported and now - first_t >= STREAK \
                     and now - self._cleared.get(key, -CLEARED_FOR) >= CLEARED_FOR \
-                    and (ticks - first_ticks) / _TICK / (now - first_t) >= SUSPECT:
+                    and (ticks - first_ticks) / (now - first_t) >= SUSPECT:
                 suspects.append(key)
         return suspects
 
@@ -182,10 +192,10 @@ class SpinWatch:
         began = {k: self._began(k) for k in suspects}
         asked = time.monotonic()
         with self.turn(exclusive=True):
-            before = thread_ticks(pgid)
+            before = thread_times(pgid)
             if self._stop.wait(IDLE):
                 return
-            usage = cores(before, thread_ticks(pgid), IDLE)
+            usage = cores(before, thread_times(pgid), IDLE)
             found = False
             for key in suspects:
                 self._history.pop(key, None)       # measured again from now if it stays high
@@ -228,15 +238,15 @@ class SpinWatch:
         if not pgid or self._checks >= MAX_CHECKS:
             return
         high = [k for k, h in self._history.items() if k not in self._reported and len(h) > 1
-                and (h[-1][1] - h[0][1]) / _TICK / max(h[-1][0] - h[0][0], 1e-9) >= SUSPECT]
+                and (h[-1][1] - h[0][1]) / max(h[-1][0] - h[0][0], 1e-9) >= SUSPECT]
         if not high:
             return
         ready = self.ready_at()
         if ready is not None and time.time() - ready < START_GRACE:       # a short run: let the start-up end
             time.sleep(START_GRACE - (time.time() - ready))
-        before = thread_ticks(pgid)
+        before = thread_times(pgid)
         time.sleep(IDLE)
-        usage = cores(before, thread_ticks(pgid), IDLE)
+        usage = cores(before, thread_times(pgid), IDLE)
         for key in high:
             name, share = usage.get(key, ("?", 0.0))
             if share >= SPIN:

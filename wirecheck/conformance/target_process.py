@@ -56,8 +56,16 @@ class ManagedTarget:
         return cls(argv, pattern)
 
     @classmethod
-    def command(cls, command: str) -> "ManagedTarget":
-        return cls(shlex.split(command))
+    def command(cls, command: str, **options) -> "ManagedTarget":
+        """``command`` split as a shell would (quotes kept together); a command that cannot be
+        split or is empty is the user's mistake, told as RuntimeError like every start failure."""
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:                     # "No closing quotation"
+            raise RuntimeError(f"cannot read the command {command!r}: {exc}") from None
+        if not argv:
+            raise RuntimeError("the command is empty")
+        return cls(argv, **options)
 
     def start(self) -> None:
         self.ready_at = None
@@ -75,12 +83,18 @@ class ManagedTarget:
         argv = [a.replace("{host}", self.host) for a in argv]
         self.log.write(f"{START_LINE}{shlex.join(argv)}\n".encode())
         self.log.flush()
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        if not argv:
+            raise RuntimeError("the command is empty")
+        try:
+            self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError as exc:          # not found, not executable, a directory: the user's command
+            raise RuntimeError(f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the target exited at start ({self.exit_status()}):\n{self.output_tail()}")
+                raise RuntimeError(f"the target exited at start ({self.exit_status()}):\n"
+                                   f"{self.output_tail() or '(it printed nothing)'}")
             port = fixed or self._port_from_output()
             if port:
                 try:

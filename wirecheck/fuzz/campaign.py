@@ -7,6 +7,14 @@ campaign ends in about the budget with every core busy. Each job is its own ``wi
 ... --json`` process (a crash or a stuck target cannot take the campaign down; each is
 bounded by its budget plus a margin, then killed).
 
+The budget bounds the whole campaign: each job's share is less its process's start-up
+(:data:`STARTUP`), a job that starts late (the jobs before it took longer than their share)
+gets what is left of the budget, never less than :data:`MIN_SHARE` (every target is fuzzed a
+little rather than some not at all); minimizing the crashes found takes what is left, and at
+least :data:`MINIMIZE_FLOOR` of the budget (a crash found is worth a small input). A campaign
+whose budget covers every job's :data:`MIN_SHARE` thus ends within about the budget plus that
+floor and one job's start-up.
+
 At the end, findings are deduplicated by signature across jobs (the same bug reached from two
 targets counts once), in-process crash inputs are minimized (fuzz/minimize.py), and one JSON
 summary is written (``--out``, default ``reports/fuzz/campaign-<UTC time>.json``): the machine,
@@ -33,6 +41,11 @@ from wirecheck.fuzz.targets import REPORTS, TARGETS
 #: it is killed; and the shortest share worth starting a job for.
 MARGIN = 90.0
 MIN_SHARE = 5.0
+#: Seconds a job's process takes to start fuzzing (imports, seed corpora), taken from its share.
+STARTUP = 3.0
+#: The part of the budget that minimizing crashes may take beyond it; and one input's time.
+MINIMIZE_FLOOR = 0.1
+MINIMIZE_ONE = 30.0
 
 
 @dataclass
@@ -56,8 +69,9 @@ def plan(args, protocols: list[str], workers: int, budget: float) -> list[Job]:
     count = len(names) + len(live)
     if count == 0:
         return []
-    share = max(MIN_SHARE, budget * workers / count)
-    base = [sys.executable, "-m", "wirecheck", "fuzz", "--json", "--time", f"{share:.0f}"]
+    # each job's process takes some seconds to start (imports, seeds): out of its share
+    share = max(MIN_SHARE, budget * workers / count - STARTUP)
+    base = [sys.executable, "-m", "wirecheck", "fuzz", "--json"]       # --time: when it starts (run_job)
     common = []
     if args.findings:
         common += ["--findings", str(args.findings)]
@@ -74,10 +88,15 @@ def plan(args, protocols: list[str], workers: int, budget: float) -> list[Job]:
     return jobs
 
 
-def run_job(job: Job) -> Job:
+def run_job(job: Job, deadline: float | None = None) -> Job:
+    """Run ``job`` for its share, or what is left before ``deadline`` (monotonic) if that is
+    less, and at least :data:`MIN_SHARE`."""
     job.started = time.monotonic()
+    if deadline is not None:
+        job.seconds = max(MIN_SHARE, min(job.seconds, deadline - job.started))
+    argv = job.argv[:4] + ["--time", f"{job.seconds:.0f}"] + job.argv[4:]
     try:
-        proc = subprocess.run(job.argv, capture_output=True, text=True,
+        proc = subprocess.run(argv, capture_output=True, text=True,
                               timeout=job.seconds + MARGIN, check=False)
         line = next((x for x in reversed(proc.stdout.splitlines()) if x.startswith("{")), "")
         if line:
@@ -94,15 +113,22 @@ def run_job(job: Job) -> Job:
     return job
 
 
-def minimize_findings(findings: list[dict], seconds: float = 30.0) -> None:
-    """Minimize each in-process crash input in place of the report (fuzz/minimize.py)."""
-    for f in findings:
-        if f.get("mode") != "inprocess" or f["kind"] != "crash" or not f.get("file"):
+def minimize_findings(findings: list[dict], seconds: float = MINIMIZE_ONE, total: float | None = None) -> None:
+    """Minimize each in-process crash input in place of the report (fuzz/minimize.py), each
+    for at most ``seconds``, all of them within ``total`` seconds; a crash left when ``total``
+    is spent says so (``minimized.error``), its full input kept."""
+    crashes = [f for f in findings if f.get("mode") == "inprocess" and f["kind"] == "crash" and f.get("file")]
+    end = time.monotonic() + total if total is not None else None
+    for i, f in enumerate(crashes):
+        left = (end - time.monotonic()) / (len(crashes) - i) if end is not None else seconds
+        if left < 2.0:
+            f["minimized"] = {"error": "not minimized: the campaign's time budget was spent"}
             continue
+        seconds_one = min(seconds, left)
         try:
             proc = subprocess.run([sys.executable, "-m", "wirecheck.fuzz.minimize", f["target"], f["file"],
-                                   "--time", str(seconds)], capture_output=True, text=True,
-                                  timeout=seconds + 60, check=False)
+                                   "--time", f"{seconds_one:.0f}"], capture_output=True, text=True,
+                                  timeout=seconds_one + 60, check=False)
             result = json.loads(proc.stdout.strip().splitlines()[-1])
         except (subprocess.TimeoutExpired, ValueError, IndexError) as exc:
             f["minimized"] = {"error": str(exc)}
@@ -182,14 +208,15 @@ def main(args) -> int:
 
     threading.Thread(target=ticker, daemon=True).start()
     try:
+        deadline = t0 + budget
         with ThreadPoolExecutor(workers) as pool:
-            for job in pool.map(run_job, jobs):
+            for job in pool.map(lambda j: run_job(j, deadline), jobs):
                 progress.done(job)
     finally:
         stop.set()
         progress.stop()
     findings = dedupe(jobs)
-    minimize_findings(findings)
+    minimize_findings(findings, total=max(deadline - time.monotonic(), budget * MINIMIZE_FLOOR))
     summary = {
         "kind": "fuzz-campaign", "started": started, "seconds": round(time.monotonic() - t0, 1),
         "budget": budget, "workers": workers,
@@ -210,6 +237,10 @@ def main(args) -> int:
               f"{len(findings)} distinct finding(s), {len(summary['errors'])} job error(s); summary in {out}")
         for f in findings:
             print(f"  {f['kind'].upper()}: {f['signature']} ({', '.join(f['found_by'])}) {f.get('file', '')}")
+        for j in jobs:
+            for e in (j.result or {}).get("not_reproduced") or []:
+                print(f"  {e['kind'].upper()} (not reproduced, 0 of {e['replays']}; not a finding): "
+                      f"{e['signature']} ({j.name})")
         for j in jobs:
             if j.error:
                 print(f"  job {j.name} failed: {j.error}", file=sys.stderr)

@@ -63,18 +63,23 @@ class Finding:
 
 
 def reproduce_command(fuzzer, finding: Finding, path: Path | str) -> str:
-    """The replay command(s); a target the kit started gets a new port each time, so the
-    address is left for the user there, else it is the target's. Connections the finding
-    needs before its own are replayed first, against the same running target."""
+    """The one replay command: ``wirecheck replay`` sends the connections the finding needs
+    before its own first (its JSON's ``connections_before``). A target the kit started from a
+    command with ``{port}`` is started afresh by the replay (``--target-command``, as the
+    finding was replayed here); another the kit started gets a new port each time, so the
+    address is left for the user; else it is the target's."""
+    import shlex
     o = fuzzer.options
-    profile = f" --profile {o.profile}" if o.profile else ""
-    address = "HOST:PORT" if fuzzer.managed is not None else f"{fuzzer.host}:{fuzzer.port}"
-    if o.url:                 # replay speaks raw TCP: the server's raw transport, if any
-        address = "HOST:RAW-TCP-PORT"
-    path = Path(path)
-    before = [path.with_name(f"{path.stem}-before-{i}.bin") for i in range(len(finding.connections) - 1)]
-    return " && ".join(f"wirecheck replay {p} --protocol {fuzzer.spec.id}{profile} --target {address}"
-                       for p in before + [path])
+    profile = f" --profile {shlex.quote(o.profile)}" if o.profile else ""
+    managed = fuzzer.managed
+    if managed is not None and any("{port}" in a for a in managed.argv) and not o.url:
+        where = f"--target-command {shlex.quote(shlex.join(managed.argv))}"
+    else:
+        address = "HOST:PORT" if managed is not None else f"{fuzzer.host}:{fuzzer.port}"
+        if o.url:                 # replay speaks raw TCP: the server's raw transport, if any
+            address = "HOST:RAW-TCP-PORT"
+        where = f"--target {address}"
+    return f"wirecheck replay {shlex.quote(str(path))} --protocol {fuzzer.spec.id}{profile} {where}"
 
 
 def _connection(sent) -> dict:

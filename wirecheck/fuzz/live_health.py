@@ -2,7 +2,7 @@
 what the answers cannot show, measured as the suites measure it (conformance/target_health.py).
 
 - **spin**: every :data:`EVERY` seconds the target's threads' CPU time is read
-  (``thread_ticks``); a thread above ``SUSPECT`` of a core over a rolling ``STREAK`` is a
+  (``thread_times``); a thread above ``SUSPECT`` of a core over a rolling ``STREAK`` is a
   suspect, since a server busy with the fuzzer's traffic is too. The fuzzer then sends nothing
   for ``IDLE`` seconds (``cores``): still above ``SPIN``, it spins. A suspect cleared so is not
   suspected again for ``CLEARED_FOR`` seconds, and nothing is suspected within ``START_GRACE``
@@ -65,21 +65,21 @@ class HealthWatch:
 
     def _spin(self, pgid: int, now: float, ready: float) -> Lead | None:
         suspects = []
-        for key, (name, ticks, started) in health.thread_ticks(pgid).items():
+        for key, (name, ticks, started) in health.thread_times(pgid).items():
             samples = self.history.setdefault(key, collections.deque())
             samples.append((now, ticks, time.time()))
             while len(samples) > 1 and now - samples[1][0] >= health.STREAK:
                 samples.popleft()
             first_t, first_ticks, _ = samples[0]
             if now - first_t >= health.STREAK and now - self.cleared.get(key, -health.CLEARED_FOR) >= health.CLEARED_FOR \
-                    and (ticks - first_ticks) / _tick() / (now - first_t) >= health.SUSPECT:
+                    and (ticks - first_ticks) / (now - first_t) >= health.SUSPECT:
                 suspects.append((key, name, started))
         if not suspects:
             return None
         # nothing is sent while this measures: busy now is busy with nothing to do
-        before = health.thread_ticks(pgid)
+        before = health.thread_times(pgid)
         time.sleep(health.IDLE)
-        usage = health.cores(before, health.thread_ticks(pgid), health.IDLE)
+        usage = health.cores(before, health.thread_times(pgid), health.IDLE)
         for key, name, started in suspects:
             share = usage.get(key, ("", 0.0))[1]
             self.history.pop(key, None)

@@ -159,9 +159,9 @@ class Trials:
     @staticmethod
     def spinning(pgid: int) -> Event | None:
         """A thread above ``SPIN`` of a core over ``IDLE`` seconds with nothing sent."""
-        before = health.thread_ticks(pgid)
+        before = health.thread_times(pgid)
         time.sleep(health.IDLE)
-        usage = health.cores(before, health.thread_ticks(pgid), health.IDLE)
+        usage = health.cores(before, health.thread_times(pgid), health.IDLE)
         busy = sorted(((share, name) for name, share in usage.values() if share >= health.SPIN), reverse=True)
         if not busy:
             return None
