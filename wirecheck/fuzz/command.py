@@ -58,7 +58,9 @@ def add_arguments(s: argparse.ArgumentParser, protocol_type) -> None:
     s.add_argument("--profile", default=None, help="network fuzzing: the profile the target speaks")
     s.add_argument("--seed", type=int, default=0, help="network fuzzing: seed of the mutations")
     s.add_argument("--timeout", type=float, default=2.0,
-                   help="network fuzzing: seconds to wait for the liveness probe's answer (a hang)")
+                   help="network fuzzing: seconds to wait for the liveness probe's answer; two "
+                        "probes without one are confirmed by a third that waits 5 times as long "
+                        "(at least 5 s) before the target is taken as hung")
     s.add_argument("--quiet", type=float, default=0.02,
                    help="network fuzzing: a case's answers end after this long without a byte")
     s.add_argument("--websocket", action="store_true",

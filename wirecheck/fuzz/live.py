@@ -58,6 +58,13 @@ LAST_FRAMES = 2
 EXIT_WAIT = 0.5
 #: Seconds a spin's or growth's trial waits after its connections (the measure follows).
 HEALTH_SETTLE = 0.1
+#: The least a probe waits for an answer before a silent target is a hang (``--timeout`` is
+#: the first, quick reading; this the confirmation).
+HANG_PATIENCE = 5.0
+
+
+def hang_patience(timeout: float) -> float:
+    return max(HANG_PATIENCE, 5 * timeout)
 
 
 # --- one case ----------------------------------------------------------------------------
@@ -258,12 +265,21 @@ class LiveFuzzer:
         return send_and_read(self.spec, self.host, self.port, data, writes, o.profile, o.quiet, o.timeout)
 
     def settled(self) -> liveness.ProbeResult:
-        """The liveness probe, a second one after a first without answer."""
+        """The liveness probe, a second one after a first without answer, and when that is
+        silent too a patient one (:func:`hang_patience`): a hang is a target that does not
+        answer, not one that answers late on a loaded machine (a planted server took over 1 s
+        to answer while the machine ran three suites, and was filed as hung)."""
         o = self.options
         if o.url:
             from wirecheck.fuzz import live_ws
-            return live_ws.settled_probe(self.spec, o.url, o.profile, o.timeout)
-        return liveness.settled_probe(self.spec, self.host, self.port, o.profile, o.timeout)
+            result = live_ws.settled_probe(self.spec, o.url, o.profile, o.timeout)
+            if result.status == liveness.SILENT:
+                result = live_ws.probe(self.spec, o.url, o.profile, hang_patience(o.timeout))
+            return result
+        result = liveness.settled_probe(self.spec, self.host, self.port, o.profile, o.timeout)
+        if result.status == liveness.SILENT:
+            result = liveness.probe(self.spec, self.host, self.port, o.profile, hang_patience(o.timeout))
+        return result
 
     def execute(self, data: bytes, writes: list[int]) -> Outcome:
         outcome = self.send_only(data, writes)
