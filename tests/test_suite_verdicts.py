@@ -169,3 +169,28 @@ def test_state_machine_accepts_a_redelivery_timer_that_fires_mid_exchange(tmp_pa
     doc = json.loads(report.read_text())
     got = {t["nodeid"].rsplit("::", 1)[-1]: t["verdict"] for t in doc["tests"]}
     assert result.returncode == 0 and got == {"test_state_machine_should": "PASS"}, result.stdout[-3000:]
+
+
+def test_the_terminal_shows_one_line_per_failure_and_v_the_transcripts(tmp_path):
+    """A run with failures prints the summary, one line per failing test (verdict, test, the
+    requirements charged with their level, the cause) and where the results are; pytest's pages
+    (each transcript in full, then as JSON: 575 KB for four failures) come with -v only. The
+    result file keeps the transcripts either way."""
+    select = "handshake or (unknown_frame_type and (0x0a or 0x0b or 0x0c or 0x0d or 0x0e))"
+    with ThreadedServer(broker_with(NoCloseOnUnknownType)) as server:
+        terse = check(server.address[1], "--timeout", "0.5", "--", "-k", select, report=tmp_path / "t.json",
+                      timeout=300)
+        verbose = check(server.address[1], "--timeout", "0.5", "--", "-k", select, "-v",
+                        report=tmp_path / "v.json", timeout=300)
+    doc = json.loads((tmp_path / "t.json").read_text())
+    failed = [t for t in doc["tests"] if t["verdict"] in ("FAIL", "TIMEOUT")]
+    assert terse.returncode == 1 and len(failed) >= 4, terse.stdout[-3000:]
+    assert all(t["transcript"] for t in failed)
+    assert len(terse.stdout.encode()) < 10_000, len(terse.stdout)
+    lines = [line.strip() for line in terse.stdout.splitlines()]
+    for t in failed:
+        (line,) = [x for x in lines if x.startswith(f"{t['verdict']} {t['nodeid']} (")]
+        assert all(f"{rid} [" in line for rid in t.get("broke") or t["requirements"]) and len(line) < 400, line
+    assert "transcript connection" not in terse.stdout and "Traceback" not in terse.stdout
+    assert f"results: {tmp_path / 't.json'}" in terse.stdout
+    assert "transcript connection" in verbose.stdout and len(verbose.stdout) > len(terse.stdout)

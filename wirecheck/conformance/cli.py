@@ -372,7 +372,10 @@ def pytest_args(spec, target: str | None, profile: str | None, report: str | Non
     # plugins) must not change what the suite does.
     # paths (or node ids) among the pytest arguments narrow the run to them; else the suite
     named = [a for a in extra if not a.startswith("-") and os.path.exists(a.split("::")[0])]
-    argv = ([] if named else [suite_dir(spec)]) + ["--protocol", spec.id, "-q", "-p", "no:cacheprovider",
+    # -q unless the user asks for more (-v: pytest's failure pages, each transcript in full)
+    verbose = any(a == "--verbose" or (a.startswith("-v") and set(a[1:]) == {"v"}) for a in extra)
+    argv = ([] if named else [suite_dir(spec)]) + ["--protocol", spec.id] + ([] if verbose else ["-q"]) + [
+            "-p", "no:cacheprovider",
             "--rootdir", suites, "-c", os.path.join(suites, "pytest.ini"),
             # this process imported the kit before pytest started: nothing to rewrite, no warning
             "-W", "ignore::pytest.PytestAssertRewriteWarning"]

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from wirecheck.conformance import causes, plugin_lifecycle as lifecycle
-from wirecheck.conformance.report_text import crash_line
+from wirecheck.conformance.report_text import FAILURE_VERDICTS, crash_line, failure_lines
 from wirecheck.conformance import verdicts
 from wirecheck.conformance.suite_paths import _protocol_of_suite, suite_protocol  # noqa: F401
 from wirecheck.conformance.target import DEFAULT_MAX_TIMEOUTS, DEFAULT_TIMEOUT, Budget, RunAllowance, Target
@@ -159,6 +159,24 @@ def pytest_configure(config) -> None:
             # `pytest --protocol P` anywhere: the installed suite, not the current directory.
             config.args = [str(suites_root())]
     config.pluginmanager.register(ResultCollector(config), "wirecheck-results")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session) -> None:
+    """A suite run's terminal is read by a person: the summary, one line per test that did not
+    pass (ResultCollector.pytest_terminal_summary) and the report's path. pytest's own failure
+    pages (each transcript in full, then its JSON: four failures printed over half a megabyte)
+    come with ``-v`` or an explicit ``--tb``; the result file and the HTML report keep them
+    whatever the terminal shows."""
+    config = session.config
+    if not config.getoption("wirecheck_protocol") or hasattr(config, "workerinput") \
+            or config.option.tbstyle != "auto" or config.get_verbosity() >= 1:
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    reporter.summary_failures = reporter.summary_errors = lambda: None
+    reporter.reportchars = "".join(c for c in reporter.reportchars if c not in "fE")
 
 
 def _no_paths_given(config) -> bool:
@@ -613,6 +631,8 @@ class ResultCollector:
             for c in s["causes"]:
                 tr.write_line(f"  one cause, {c['tests']} tests, {len(c['requirements'])} requirements: "
                               f"{c['cause']} (e.g. {c['example']})")
+            for line in failure_lines(self.results.values(), proto):
+                tr.write_line("  " + line)
             if s["failing_requirements"]:
                 tr.write_line(f"  not met: {', '.join(s['failing_requirements'])}")
             if s["unimplemented_requirements"]:
@@ -623,6 +643,11 @@ class ResultCollector:
                 tr.write_line(f"  stale waivers (the requirement passes): {', '.join(s['stale_waivers'])}")
         if self.config.stash.get(_HTML_KEY, None):
             tr.write_line(f"report: {self.config.stash[_HTML_KEY]}")
+        elif self.config.getoption("wirecheck_report"):
+            tr.write_line(f"results: {self.config.getoption('wirecheck_report')}")
+        if self.config.get_verbosity() < 1 and self.config.option.tbstyle == "auto" and any(
+                r["verdict"] in FAILURE_VERDICTS for r in self.results.values()):
+            tr.write_line("each failure's transcript: the report, or -v")
 
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         if hasattr(self.config, "workerinput"):

@@ -1,8 +1,11 @@
 """Text helpers shared by the HTML report's sections (report_html.py, report_captures.py):
-escaping, anchors, numbers and durations as the pages show them."""
+escaping, anchors, numbers and durations as the pages show them; and the terminal's lines of a
+suite run (a crash, a failing test)."""
 from __future__ import annotations
 
 import html
+
+from wirecheck.conformance import verdicts
 
 
 def escape(text) -> str:
@@ -55,3 +58,28 @@ def crash_line(crash: dict) -> str:
                 f"fresh target or after the tests before them, brought it down)")
     return (f"target down ({how}) while {ran} ran: not judged (--target-command lets the kit re-run them "
             f"one at a time to find which); the tests after it were not run")
+
+
+#: The verdicts the terminal lists one line each (the failures and what fails under --strict).
+FAILURE_VERDICTS = (verdicts.HARNESS_ERROR, verdicts.CRASH, verdicts.FAIL, verdicts.TIMEOUT, verdicts.NON_STRICT)
+#: Characters of a failure's message on its terminal line.
+LINE_MESSAGE = 200
+
+
+def failure_lines(results, protocol: str) -> list[str]:
+    """One line per test of ``protocol`` whose verdict is a failure: the verdict, the test, the
+    requirements it is charged to (those it broke, else those it checks) and the first line of
+    its message, worst verdicts first."""
+    rank = {v: i for i, v in enumerate(FAILURE_VERDICTS)}
+    failing = sorted((r for r in results if r["protocol"] == protocol and r["verdict"] in rank),
+                     key=lambda r: (rank[r["verdict"]], r["nodeid"]))
+    out = []
+    for r in failing:
+        ids = r.get("broke") or r["requirements"]
+        levels = verdicts._levels(protocol, ids)
+        charged = ", ".join(f"{i} [{level}]" for i, level in zip(ids, levels))
+        first = next((line.strip() for line in str(r.get("message") or "").splitlines() if line.strip()), "")
+        if len(first) > LINE_MESSAGE:
+            first = first[:LINE_MESSAGE - 1] + "…"
+        out.append(f"{r['verdict']} {r['nodeid']} ({charged})" + (f": {first}" if first else ""))
+    return out
