@@ -23,6 +23,10 @@ later from a background task, as a server whose parser fails off the connection'
 answered), ``spin`` (a thread that loops for good; once) or ``grow`` (32 MiB kept for good,
 each time).
 
+``--whole-first-read``: the server reads a connection's first frame (the HELLO) in one read, or
+never: when its first read holds less, it stops reading that connection and answers nothing (a
+server that never reassembles a handshake; not a crash).
+
 ``python tests/planted_servers.py --port P --on auth-key-signed,type-0xee [--effect crash]``
 """
 from __future__ import annotations
@@ -115,12 +119,18 @@ class Scanner:
     """Reads the frames of one connection's byte stream (u32 length, u8 type, u64 id, payload)
     and hands each to :meth:`Planted.which`; the bytes then go to the real session."""
 
-    def __init__(self, planted: Planted, session) -> None:
+    def __init__(self, planted: Planted, session, whole_first_read: bool = False) -> None:
         self.planted, self.session = planted, session
         self.buffer = bytearray()
         self.broken = False
+        self.first, self.whole_first_read, self.deaf = True, whole_first_read, False
 
     def receive(self, data: bytes, now: float):
+        if self.first and self.whole_first_read:
+            self.first = False
+            self.deaf = len(data) < 4 or len(data) < 4 + struct.unpack(">I", data[:4])[0]
+        if self.deaf:
+            return []
         if not self.broken:
             self.buffer += data
             while len(self.buffer) >= 4:
@@ -150,6 +160,8 @@ def main() -> None:
                         help=f"comma-separated triggers: {', '.join(TRIGGERS)}")
     parser.add_argument("--effect", choices=("crash", "hang", "spin", "grow"), default="crash")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds between the input and the crash")
+    parser.add_argument("--whole-first-read", action="store_true",
+                        help="a first read without the whole HELLO: the connection is never answered")
     args = parser.parse_args()
     triggers = {t for t in args.on.split(",") if t}
     unknown = triggers - set(TRIGGERS)
@@ -158,7 +170,7 @@ def main() -> None:
     planted = Planted(triggers, args.effect, args.delay)
     broker = make_broker(port=args.port, data_dir=args.data_dir)
     make_session = broker.server.make_session
-    broker.server.make_session = lambda: Scanner(planted, make_session())
+    broker.server.make_session = lambda: Scanner(planted, make_session(), args.whole_first_read)
     server = ThreadedServer(broker).start()
     print(f"listening on 127.0.0.1:{server.address[1]}", flush=True)
     threading.Event().wait()
