@@ -6,8 +6,8 @@ import threading
 
 from wirecheck.reference_impl.blipmq import codec
 from wirecheck.reference_impl.blipmq.broker import make_broker
-from wirecheck.reference_impl.blipmq.codec import FrameType, Nack, Pong
-from wirecheck.reference_impl.blipmq.session import BlipSession
+from wirecheck.reference_impl.blipmq.codec import Ack, FrameType, Nack, Pong
+from wirecheck.reference_impl.blipmq.session import BlipSession, Phase
 
 
 class WrongNackCode(BlipSession):
@@ -45,6 +45,26 @@ class RenamedDuplicateHello(BlipSession):
         if message == "HELLO already performed":
             message = "duplicate HELLO"
         self._out.append(codec.encode(Nack(raw.correlation_id, code, message)))
+
+
+class WrongAuthAckId(BlipSession):
+    """Answers a good AUTH with an ACK whose correlation id is the AUTH's + 1 (a MUST broken,
+    not a refusal of the credentials: the suite must judge it, not the preflight send it away)."""
+
+    def _send(self, frame):
+        if self.phase is Phase.READY and isinstance(frame, Ack) and not self._acked_auth:
+            self._acked_auth = True
+            frame = Ack(frame.correlation_id + 1, frame.subscription_id)
+        super()._send(frame)
+
+    _acked_auth = False
+
+
+class SilentAfterHello(BlipSession):
+    """Answers the HELLO and then nothing: a good AUTH gets no answer."""
+
+    def _on_auth(self, raw):
+        return None
 
 
 def _split_frames(data):

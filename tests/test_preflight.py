@@ -188,3 +188,40 @@ def test_wirecheck_check_exits_2_the_same_way(tmp_path):
                          timeout=120)
     assert got.returncode == 2 and time.monotonic() - started < 10
     assert got.stderr.startswith("wirecheck preflight: ") and "nothing accepts connections" in got.stderr
+
+
+@pytest.mark.parametrize("session_class", ["WrongAuthAckId", "SilentAfterHello"])
+def test_an_auth_answer_that_breaks_a_rule_is_judged_not_sent_away(tmp_path, session_class):
+    """The credentials are right; the AUTH's answer breaks a MUST (a wrong correlation id, or
+    none at all). The preflight sent such servers away ("Set the profile's [credentials]", exit
+    2) and the violation was never reported: now the suite runs and fails the requirement."""
+    from tests import faulty_targets
+    from tests.faulty_targets import broker_with
+    report = tmp_path / "r.json"
+    with ThreadedServer(broker_with(getattr(faulty_targets, session_class))) as server:
+        got = subprocess.run([sys.executable, "-m", "wirecheck", "check", "--protocol", "blipmq", "--target",
+                              f"127.0.0.1:{server.address[1]}", "--timeout", "0.5", "--report", str(report),
+                              "--", "-k", "test_document_auth_sample or test_ping_after_auth_gets_pong"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert got.returncode == 1 and "wirecheck preflight" not in got.stderr, got.stdout[-2000:] + got.stderr
+    import json
+    doc = json.loads(report.read_text())
+    verdicts = {t["nodeid"].split("::")[1]: t["verdict"] for t in doc["tests"]}
+    assert verdicts["test_document_auth_sample"] in ("FAIL", "TIMEOUT"), verdicts
+    assert "BLIP-AUTH-005" in doc["summary"]["blipmq"]["failing_requirements"]
+
+
+def test_an_answer_the_profile_cannot_read_names_the_profile_that_can():
+    """A Micromessage2 server speaking SharpMessaging's reading, tested with the document's:
+    the line names the field the reading refused and the built-in profile that reads it."""
+    spec = registry.get("micromessage2")
+    server = ThreadedServer(spec.make_broker("127.0.0.1", 0, profile="sharpmessaging", **spec.embedded_timing)).start()
+    try:
+        with pytest.raises(PreflightError) as got:
+            preflight(spec, load_profile(spec, None), "127.0.0.1", server.address[1])
+        preflight(spec, load_profile(spec, "sharpmessaging"), "127.0.0.1", server.address[1])    # and it reads
+    finally:
+        server.stop()
+    text = str(got.value)
+    assert "'MessagesPerAck'" in text and "try --profile sharpmessaging" in text, text
+    assert "not micromessage2" not in text

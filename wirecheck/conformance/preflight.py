@@ -12,6 +12,13 @@ step failed. What the failure means depends on where it happened:
   ``--protocol``;
 - an authentication step: the credentials were refused: the profile's ``[credentials]``;
 - a step that tells the document's versions apart (SignalR's handshake): ``--profile``.
+
+It sends away only what cannot be judged (an answer that reads as nothing of this protocol
+names, where one does, the built-in profile whose reading understands it). An answer of the
+right protocol that breaks a rule after the first step (an AUTH answered with the wrong
+correlation id, a frame of an unknown type first, an answer cut short, none at all) is not an
+explicit refusal of the credentials (:func:`refused`: a NACK 401/403, an authentication error
+code): the suite runs and judges it, where it is a verdict of the requirement it breaks.
 """
 from __future__ import annotations
 
@@ -125,12 +132,50 @@ def preflight(spec, profile, host: str, port: int, url: str | None = None, timeo
         try:
             step.run(vocabulary)
         except TargetError as exc:
-            raise PreflightError(_explain(spec, where, step, i == 0, exc, _received(target), target.timeout)) from None
+            got = _received(target)
+            if i > 0 and step.kind == "credentials" and not refused(spec, profile, got):
+                return              # an answer that breaks a rule: the suite's to judge
+            raise PreflightError(_explain(spec, where, step, i == 0, exc, got, target.timeout, profile)) from None
         finally:
             target.close_all()
 
 
-def _explain(spec, where: str, step: Step, first: bool, exc: TargetError, got: bytes, timeout: float) -> str:
+#: RabbitMQ Stream response codes that refuse the credentials or the virtual host: SASL
+#: mechanism not supported, authentication failure, SASL error, authentication failure
+#: (loopback), virtual host access failure, access refused.
+RMQS_REFUSALS = {0x07, 0x08, 0x09, 0x0B, 0x0C, 0x10}
+#: Words of a VibeMQ error code that refuse the credentials.
+VIBEMQ_REFUSALS = ("AUTH", "UNAUTHORI", "FORBIDDEN", "DENIED", "CREDENTIAL")
+
+
+def refused(spec, profile, got: bytes) -> bool:
+    """True when the frames ``got`` (the step's answers) hold an explicit refusal of the
+    credentials: a BlipMQ NACK 401 or 403, a RabbitMQ Stream response with an authentication or
+    access code, a VibeMQ error whose code names authentication."""
+    from wirecheck.reference_impl.core.errors import FrameError
+    decoder = spec.make_decoder(origin="server", profile=profile.base if profile is not None else None)
+    frames = []
+    try:
+        frames = decoder.feed(got)
+    except FrameError as exc:
+        frames = list(getattr(exc, "frames", ()) or ())         # those read before the bad one
+    for frame in frames:
+        try:
+            d = spec.frame_to_dict(frame)
+        except Exception:            # a view of a frame never decides a refusal
+            continue
+        code = d.get("code")
+        if spec.id == "blipmq" and d.get("type") == "NACK" and code in (401, 403):
+            return True
+        if spec.id == "rabbitmq-stream" and isinstance(code, int) and int(code) in RMQS_REFUSALS:
+            return True
+        if spec.id == "vibemq" and any(w in str(d.get("errorCode") or "").upper() for w in VIBEMQ_REFUSALS):
+            return True
+    return False
+
+
+def _explain(spec, where: str, step: Step, first: bool, exc: TargetError, got: bytes, timeout: float,
+             profile=None) -> str:
     proto = spec.id
     text = str(exc)
     if isinstance(exc, TargetClosed) and text.startswith("cannot "):
@@ -150,6 +195,12 @@ def _explain(spec, where: str, step: Step, first: bool, exc: TargetError, got: b
         return (f"{where} accepted the connection but did not answer the {proto} {step.name} within "
                 f"{timeout:g} s: is it a {proto} server (--protocol), on this port (--target)?{hint}")
     if first and isinstance(exc, TargetMalformed):
+        readers = _profiles_that_read(spec, got, profile)
+        if readers:
+            return (f"{where} answered the {proto} {step.name} with bytes the profile "
+                    f"{profile.base if profile is not None else 'document'!r} cannot read ({text}), "
+                    f"which the built-in profile {' or '.join(map(repr, readers))} reads: try --profile "
+                    f"{readers[0]}")
         return (f"{where} answered the {proto} {step.name} with bytes that are not {proto} "
                 f"[{_shown(got)}]: check --protocol and --target")
     if first and isinstance(exc, TargetClosed) and not got:
@@ -162,6 +213,23 @@ def _explain(spec, where: str, step: Step, first: bool, exc: TargetError, got: b
     if step.kind == "version":
         return f"{where} failed the {proto} {step.name}: {text}. Try {step.setting}"
     return f"{where} failed the {proto} {step.name}: {text}"
+
+
+def _profiles_that_read(spec, got: bytes, profile) -> list[str]:
+    """The built-in profiles (other than ``profile``'s reading) whose decoder reads ``got``
+    without error, to at least one frame."""
+    from wirecheck.reference_impl.core.errors import FrameError
+    current = profile.base if profile is not None else None
+    out = []
+    for name in sorted(spec.profiles):
+        if name == current:
+            continue
+        try:
+            if spec.make_decoder(origin="server", profile=name).feed(got):
+                out.append(name)
+        except (FrameError, KeyError, ValueError):        # not this reading, or not a reading at all
+            continue
+    return out
 
 
 def alive(spec, profile, host: str, port: int, url: str | None = None, timeout: float = 2.0) -> str | None:
