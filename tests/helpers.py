@@ -61,7 +61,7 @@ def tcp_conversation(port, c2s, s2c, c_cuts, s_cuts):
     return syn + [p for pair in zip(out, back) for p in pair] + out[len(back):] + back[len(out):]
 
 
-def run_scratch_suite(tmp_path, source: str, protocol: str = "blipmq"):
+def run_scratch_suite(tmp_path, source: str, protocol: str = "blipmq", strict: bool = False):
     """Run ``source`` as a one-file suite of ``protocol`` in a scratch tree (the plugin sees it
     as that protocol's suite) with a JSON result file; (the completed process, the result doc)."""
     import json
@@ -74,6 +74,6 @@ def run_scratch_suite(tmp_path, source: str, protocol: str = "blipmq"):
     report = tmp_path / "scratch.json"
     result = subprocess.run([sys.executable, "-m", "pytest", str(suite / "test_scratch.py"), "-p",
                              "no:cacheprovider", "--rootdir", str(tmp_path), "-c", os.devnull,
-                             "--wirecheck-report", str(report)],
+                             "--wirecheck-report", str(report)] + (["-o", "strict=true"] if strict else []),
                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
     return result, (json.loads(report.read_text()) if report.exists() else None)

@@ -513,7 +513,9 @@ class ResultCollector:
             spec = registry.get(proto)
             cat = catalogue(spec.requirements)
             waivers = self._waivers(spec)
-            verdict_of = {rid: requirement_verdict(tests, {}, rid) for rid, tests in by_id[proto].items()}
+            levels = catalogue_data(cat)
+            verdict_of = {rid: requirement_verdict(tests, levels.get(rid, {}), rid)
+                          for rid, tests in by_id[proto].items()}
 
             def having(*wanted):
                 return sorted(rid for rid, v in verdict_of.items() if v in wanted)
@@ -521,7 +523,7 @@ class ResultCollector:
                           "waivers": waivers,
                           # a waiver whose requirement passes: no longer needed
                           "stale_waivers": sorted(set(waivers) & set(having(verdicts.PASS, verdicts.INFORMATIONAL))),
-                          "catalogue": catalogue_data(cat),
+                          "catalogue": levels,
                           # tested: a test of it ran (one skipped because the target was down,
                           # or a feature is absent, tested nothing)
                           "coverage": verdicts.coverage(cat, {rid for rid, tests in by_id[proto].items()

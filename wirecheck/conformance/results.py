@@ -30,6 +30,8 @@ UNTESTABLE, NOT_RUN = "UNTESTABLE", verdicts.NOT_RUN
 _BROKEN = (verdicts.HARNESS_ERROR, verdicts.CRASH, verdicts.FAIL, verdicts.TIMEOUT, verdicts.HANG,
            verdicts.NON_STRICT, verdicts.WAIVED)
 #: Verdicts that make a run "not conformant" (NON-STRICT only under --strict).
+#: Verdicts a MAY requirement reads as INFORMATIONAL (a crash or the kit's error stays).
+_BELOW_A_MAY = (verdicts.FAIL, verdicts.TIMEOUT, verdicts.NON_STRICT)
 NOT_CONFORMANT = (verdicts.FAIL, verdicts.CRASH, verdicts.TIMEOUT, verdicts.HANG, verdicts.HARNESS_ERROR)
 #: The ``"kind"`` of a fuzz campaign summary (fuzz/campaign.py).
 CAMPAIGN = "fuzz-campaign"
@@ -94,6 +96,10 @@ def requirement_verdict(tests: list[dict], req: dict, rid: str | None = None) ->
     # there and says nothing of ``rid``
     found = {t.get("requirements_verdict", t["verdict"]) for t in tests
              if rid is None or not t.get("broke") or rid in t["broke"]}
+    if req.get("level") == "MAY" and found & set(_BELOW_A_MAY):
+        # a MAY is never a failure (verdicts.classify): a test of it and of others that failed
+        # says the target did not do what the MAY allows, which is information
+        found = (found - set(_BELOW_A_MAY)) | {verdicts.INFORMATIONAL}
     for v in _BROKEN:
         if v in found:
             return v

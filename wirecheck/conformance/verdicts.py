@@ -126,6 +126,12 @@ def classify(report, call, proto: str, ids: list[str], profile, strict: bool) ->
         report.outcome = "skipped"
         report.wasxfail = "WAIVED: " + "; ".join(f"{i}: {waivers[i]}" for i in ids)
         return WAIVED
+    if ids and all(level == "MAY" for level in _levels(proto, ids)):
+        # A MAY is never a failure, --strict or not: what the document allows the target need not
+        # do; what it did instead is judged by the requirement that forbids it.
+        report.outcome = "skipped"
+        report.wasxfail = _INFORMATIONAL_PREFIX + "the target does not do what this MAY allows: " + _first_line(call)
+        return INFORMATIONAL
     if ids and not strict and all(level != "MUST" for level in _levels(proto, ids)):
         report.outcome = "skipped"
         report.wasxfail = "NON-STRICT: " + _first_line(call)
