@@ -68,6 +68,7 @@ def test_blipmq_in_memory_loses_what_it_handled(tmp_path):
     assert test["verdict"] == "FAIL", test
     assert "20 of 20 QoS1 messages the broker had handled" in test["message"]
     assert "handled-00000" in test["message"] and "durable = false" in test["message"]
+    assert "nothing came back at all" in test["message"]
     assert test["requirements"] == ["BLIP-PUB-012"]
     assert doc["summary"]["blipmq"]["crashes"] == []
 
@@ -120,3 +121,21 @@ def test_a_target_that_does_not_come_back_fails_the_test_and_ends_the_run(tmp_pa
     assert "after kill -9: the target did not come back after the kit's kill -9" in first["message"]
     assert "exit code 3" in first["message"]
     assert rest and all(t["verdict"] == "SKIPPED" and t["message"].startswith("not run: ") for t in rest), rest
+
+
+def test_a_partial_loss_is_a_defect_and_the_wait_is_the_one_waited():
+    """The advice to declare the target without a WAL (which turns the verdict UNIMPLEMENTED)
+    comes only when nothing came back; when some messages survived, the loss is the defect. The
+    message states how long the kit really looked (it said 10 s where it waited 20)."""
+    import pytest
+
+    from wirecheck.conformance.suites.blipmq.test_crash_recovery import _judge
+    wanted = [b"handled-%05d-x" % i for i in range(4)]
+    with pytest.raises(AssertionError) as partial:
+        _judge(wanted, set(wanted), {wanted[0]: 1, wanted[1]: 1}, "kill -9", 20.0)
+    assert "within 20 s" in str(partial.value) and "durable = false" not in str(partial.value)
+    assert "2 other(s) came back" in str(partial.value)
+    with pytest.raises(AssertionError) as none:
+        _judge(wanted, set(wanted), {}, "kill -9", 12.5)
+    assert "within 12.5 s" in str(none.value) and "durable = false" in str(none.value)
+    _judge(wanted, set(wanted), {w: 1 for w in wanted}, "kill -9", 20.0)        # all back: no failure
