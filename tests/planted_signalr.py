@@ -7,7 +7,12 @@ A split over WebSocket is content, not timing: each message's bounds are what th
 A length prefix above 16 MiB, or one longer than five bytes, is no split (another defect,
 which the suite's invalid-prefix tests send): the hub answers those as the reference does.
 
-``python tests/planted_signalr.py --port P`` (serves ``http://127.0.0.1:P/hub``).
+``--bare``: instead, a hub with none of what a hub may lack: no client results (``AskMe`` is
+not a method: its invocations get the "unknown method" Completion), no handshake timeout and
+no client timeout (a silent connection is kept). A profile file says so (``[features]
+client_results``, ``handshake_timeout``, ``client_timeout`` false) and no test may then fail.
+
+``python tests/planted_signalr.py --port P [--bare]`` (serves ``http://127.0.0.1:P/hub``).
 """
 from __future__ import annotations
 
@@ -84,9 +89,16 @@ class SplitCrashSession(HubSession):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--bare", action="store_true", help="no client results, no timers (and no crash)")
     args = parser.parse_args()
-    broker.HubSession = SplitCrashSession        # the class the hub makes its sessions from
-    server = ThreadedServer(broker.make_broker(port=args.port, raw_port=0)).start()
+    options = {}
+    if args.bare:
+        from wirecheck.reference_impl.signalr import hub
+        del hub.METHODS["AskMe"]
+        options = {"handshake_timeout": 1e9, "client_timeout": 1e9}
+    else:
+        broker.HubSession = SplitCrashSession        # the class the hub makes its sessions from
+    server = ThreadedServer(broker.make_broker(port=args.port, raw_port=0, **options)).start()
     print(f"serving http://127.0.0.1:{server.address[1]}/hub", flush=True)
     threading.Event().wait()
 

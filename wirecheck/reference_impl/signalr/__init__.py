@@ -45,13 +45,18 @@ SPEC = registry.register(registry.ProtocolSpec(
         # Today's protocol (SPEC_NOTES.md): what @microsoft/signalr, pysignalr and signalrcore speak.
         # target_case_ignored: ASP.NET Core's hub dispatcher looks the Target up without case
         # (docs/protocols/signalr.md, "How the kit reads the document"): v1 accepts either.
+        # client_results (the hub invokes the client and waits for its Completion: AskMe),
+        # handshake_timeout and client_timeout (the hub's timers) may be declared absent by a
+        # profile file: their tests are then UNIMPLEMENTED.
         "v1": {"timing": dict(_TIMING),
                "features": {"handshake_response": True, "ping": True, "stream_invocation": True,
-                            "client_streams": True, "headers": True, "target_case_ignored": True}},
+                            "client_streams": True, "headers": True, "target_case_ignored": True,
+                            "client_results": True, "handshake_timeout": True, "client_timeout": True}},
         # The document as written: no handshake answer, StreamCompletion, nonblocking flag.
         "draft": {"timing": dict(_TIMING),
                   "features": {"handshake_response": False, "ping": False, "stream_invocation": False,
-                               "client_streams": False, "headers": False, "target_case_ignored": False}},
+                               "client_streams": False, "headers": False, "target_case_ignored": False,
+                               "client_results": True, "handshake_timeout": True, "client_timeout": False}},
     },
     default_profile="v1",
     extra_ports=(DEFAULT_PORT + 1,),           # the raw TCP transport

@@ -92,7 +92,7 @@ def test_server_invokes_the_client(sig):
 
 @pytest.mark.requirement("SIGR-V1-007")
 def test_server_waits_for_a_client_result(sig):
-    _v1(sig, "client results")
+    _v1(sig, "client results", "client_results")
     conn = sig.connect()
     call = sig.invocation("AskMe", "GetAnswer", 41)
     conn.send(call)
@@ -117,7 +117,7 @@ def test_keep_alive_ping(sig):
 @pytest.mark.slow
 @only("json")
 def test_silent_client_is_dropped(sig):
-    _v1(sig, "client timeout")
+    _v1(sig, "client timeout", "client_timeout")
     conn = sig.connect()
     limit = float(sig.target.profile.timing.get("client_timeout", 30.0))
     deadline_note = f"nothing sent for the client timeout ({limit:g} s)"
