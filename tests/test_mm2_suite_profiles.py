@@ -50,12 +50,12 @@ def test_sharpmessaging_profile_needs_no_command_answered(tmp_path):
     by = {}
     for t in tests:
         by.setdefault(t["verdict"], []).append(t)
-    assert result.returncode == 1, result.stdout[-2000:]
-    timed_out = {t["nodeid"].split("::")[-1].split("[")[0] for t in by.get("TIMEOUT", [])}
-    # Only the tests that send a COMMAND of their own: an unknown command, and pipelined frames
-    # ending with one.
-    assert timed_out == {"test_unknown_command_gets_an_error_and_the_connection_stays"}, \
-        [(t["nodeid"], t["message"][:200]) for t in by.get("TIMEOUT", [])]
+    # A target that answers no COMMAND is not asked one: the unknown-command test, which timed
+    # out here and failed the run, is UNIMPLEMENTED; nothing fails.
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert not by.get("TIMEOUT"), [(t["nodeid"], t["message"][:200]) for t in by.get("TIMEOUT", [])]
+    unasked = {t["nodeid"].split("::")[-1].split("[")[0] for t in by["UNIMPLEMENTED"]}
+    assert "test_unknown_command_gets_an_error_and_the_connection_stays" in unasked
     assert not by.get("FAIL") and not by.get("HARNESS-ERROR"), \
         [(t["nodeid"], t["message"][:300]) for t in by.get("FAIL", []) + by.get("HARNESS-ERROR", [])]
     passed = {t["nodeid"].split("::")[-1].split("[")[0] for t in by["PASS"]}
@@ -81,8 +81,9 @@ def test_document_reading_without_commands(tmp_path):
     tests = json.loads((tmp_path / "r.json").read_text())["tests"]
     bad = {t["nodeid"].split("::")[-1].split("[")[0]: t["verdict"] for t in tests
            if t["verdict"] not in ("PASS", "UNIMPLEMENTED", "INFORMATIONAL")}
-    assert bad == {"test_unknown_command_gets_an_error_and_the_connection_stays": "TIMEOUT"}, \
-        (bad, result.stdout[-1500:])
+    # the unknown-command test needs commands: UNIMPLEMENTED, not a TIMEOUT that fails the run
+    assert bad == {}, (bad, result.stdout[-1500:])
+    assert result.returncode == 0
     assert sum(t["verdict"] == "PASS" for t in tests) >= 25
 
 

@@ -57,8 +57,22 @@ def test_large_payload_flag(mm2, size):
 # The same frames sent to a target that only receives (no pubsub to echo them back): with a
 # window of one, the target's ack of the SEND's number proves it read the frame whole.
 
+@pytest.mark.requirement("MM2-MSG-001")
+def test_empty_payload_send_is_acked(mm2):
+    """A SEND with an empty payload (length 0, in the 1-byte form and the LARGE_PAYLOAD form)
+    is a SEND like any other. Its own test: a target that never acks an empty SEND breaks the
+    MESSAGE layout's length, not LARGE_PAYLOAD (the LARGE test below sends payloads of 255
+    bytes and more)."""
+    conn = mm2.connect(required=mm2.window_extension(1))
+    queue = mm2.destination("queue")
+    conn.send(Message(1, queue, b""))
+    conn.send(Message(2, queue, b"", large=True))
+    conn.sent = 2
+    assert mm2.expect_acks(conn, 2, "the acks of two empty SENDs") == [1, 2]
+
+
 @pytest.mark.requirement("MM2-FRAME-002")
-@pytest.mark.parametrize("size", [0, 255, 256, 70_000])
+@pytest.mark.parametrize("size", [255, 256, 70_000])
 def test_large_payload_send_is_acked(mm2, size):
     conn = mm2.connect(required=mm2.window_extension(1))
     queue = mm2.destination("queue")
@@ -152,6 +166,8 @@ def test_length_above_limit_refused_before_the_body(mm2):
 
 @pytest.mark.requirement("MM2-CMD-001", "MM2-CMD-002")
 def test_unknown_command_gets_an_error_and_the_connection_stays(mm2):
+    # a target that answers no COMMAND (features.commands = false) cannot be asked this
+    mm2.needs("commands")
     conn = mm2.connect()
     conn.send(Command("x-no-such-command", (("a", "1 2;3"),)))
     mm2.expect_error(conn, "an ERROR for an unknown command")
