@@ -4,6 +4,7 @@ kept for good per input, are found while fuzzing, replayed on fresh targets 3 of
 as the suites measure them (conformance/target_health.py)."""
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -30,7 +31,8 @@ def _the_finding(tmp_path, effect: str) -> dict:
         target.close()
     assert_all_reproduced(summary)
     kind = {"spin": "spin", "grow": "growth"}[effect]
-    assert [f["kind"] for f in summary["findings"]] == [kind], (summary["findings"], summary["not_reproduced"])
+    assert [f["kind"] for f in summary["findings"]] == [kind], json.dumps(
+        {k: summary[k] for k in ("findings", "not_reproduced", "execs", "elapsed_s") if k in summary}, default=str)
     return summary["findings"][0]
 
 

@@ -4,10 +4,12 @@ target of the test's own (culprits.py asks; the child's side of isolation.py run
 During the run, the spin watch (target_health.py) finds a thread that keeps a core busy with no
 test running, and each test's memory and descriptor growth is read; under pytest-xdist the
 tests overlap, so neither names the test that did it. The tests it may have been (the spin's
-tests, and those during which memory or descriptors grew by more than a round's threshold) are
-each run again here on a freshly started target: :data:`ROUNDS` times in a row, the target's
-resident memory and open descriptors read before and after each run; then nothing is sent for
-:data:`target_health.IDLE` seconds and every thread's CPU time is read.
+tests, those that ran while it spun, and those during which memory or descriptors grew by more
+than a round's threshold) are run again here on freshly started targets: a growth suspect alone,
+:data:`ROUNDS` times in a row, the target's resident memory and open descriptors read before and
+after each run; after a run nothing is sent for :data:`target_health.IDLE` seconds and every
+thread's CPU time is read. A spin's suspects run in groups, a group that spins split in halves
+down to the single tests that spin a target of their own (:func:`measure`).
 
 - **growth**: every round added at least :data:`GROWTH_KB` of memory, or at least one
   descriptor (a start-up cost is paid once; a leak is paid every time);
@@ -30,47 +32,86 @@ SUSPECT_KB = GROWTH_KB
 SUSPECT_FDS = 2
 
 
-def measure(isolation) -> dict[str, dict]:
-    """Each test of ``isolation.suspects`` measured on a fresh target of its own: its growth over
-    :data:`ROUNDS` runs when it is a growth suspect, the idle threads when it is a spin's
-    (``isolation.spin_tests``; a test that is only a spin's suspect runs once)."""
-    out: dict[str, dict] = {}
-    for nodeid in isolation.suspects:
-        spin_suspect = nodeid in isolation.spin_tests
-        rounds = ROUNDS if nodeid in isolation.growth_tests else 1
-        isolation.fresh_target()
-        pgid = isolation.managed.proc.pid
-        ready = isolation.managed.ready_at or time.time()
-        item = isolation.items[nodeid]
-        rss, fds, reports = [], [], None
-        before = th.resources(pgid)
-        for _round in range(rounds):
-            got = isolation._run_item(item)
-            reports = reports or isolation.serialize(item, got)
-            after = th.resources(pgid)
-            if before is None or after is None:
-                break
-            rss.append(after["rss_kb"] - before["rss_kb"])
-            fds.append(after["fds"] - before["fds"])
-            before = after
-        for data in reports or []:
-            data["nodeid"] = nodeid
-        busy = None
-        if spin_suspect:
-            wait = ready + th.START_GRACE - time.time()      # a start-up's work is no spin
-            if wait > 0:
-                time.sleep(wait)
-            ticks = th.thread_times(pgid)
-            time.sleep(th.IDLE)
-            usage = th.cores(ticks, th.thread_times(pgid), th.IDLE)
-            busy = max(usage.items(), key=lambda kv: kv[1][1], default=None)
-        record = {"test": nodeid, "rss_kb": rss, "fds": fds, "reports": reports or []}
-        if len(rss) == ROUNDS and (all(r >= GROWTH_KB for r in rss) or all(f >= 1 for f in fds)):
-            record["growth"] = ("memory" if all(r >= GROWTH_KB for r in rss) else "descriptors")
-        if busy is not None and busy[1][1] >= th.SPIN:
-            record["spin"] = {"thread": f"{busy[1][0]} ({busy[0]})", "cpu": round(busy[1][1], 2)}
-        out[nodeid] = record
-    return out
+def measure(isolation, out: dict[str, dict]) -> None:
+    """Each test of ``isolation.suspects`` measured on fresh targets: a growth suspect alone,
+    :data:`ROUNDS` times on one target, and then idle when it is a spin's too; the tests that are
+    only a spin's suspects (those that ran while it went on, often dozens) in groups, each group
+    run once on one target and then left idle, a group that spins split in halves down to the
+    tests that spin a target alone. (A target that spins once per process: the second test that
+    would set it going runs while the first one's thread spins, and is found only so.)
+    (Filled into ``out`` as measured: when the search's fresh starts are spent, what was
+    measured stands.)"""
+    alone = [t for t in isolation.suspects if t in isolation.growth_tests]
+    grouped = [t for t in isolation.suspects if t not in isolation.growth_tests and t in isolation.spin_tests]
+    for nodeid in alone:
+        out[nodeid] = _alone(isolation, nodeid, ROUNDS, nodeid in isolation.spin_tests)
+    pending = [grouped] if grouped else []
+    while pending:
+        group = pending.pop(0)
+        if len(group) == 1:
+            out[group[0]] = _alone(isolation, group[0], 1, True)
+            continue
+        if _group_spins(isolation, group):
+            half = len(group) // 2
+            pending += [group[:half], group[half:]]
+        else:
+            out.update({t: {"test": t, "rss_kb": [], "fds": [], "reports": [], "group": len(group)}
+                        for t in group})
+
+
+def _alone(isolation, nodeid: str, rounds: int, spin_suspect: bool) -> dict:
+    """One test on a fresh target: ``rounds`` runs, memory and descriptors read after each."""
+    isolation.fresh_target()
+    pgid = isolation.managed.proc.pid
+    ready = isolation.managed.ready_at or time.time()
+    item = isolation.items[nodeid]
+    rss, fds, reports = [], [], None
+    before = th.resources(pgid)
+    for _round in range(rounds):
+        got = isolation._run_item(item)
+        reports = reports or isolation.serialize(item, got)
+        after = th.resources(pgid)
+        if before is None or after is None:
+            break
+        rss.append(after["rss_kb"] - before["rss_kb"])
+        fds.append(after["fds"] - before["fds"])
+        before = after
+    for data in reports or []:
+        data["nodeid"] = nodeid
+    busy = _busiest(pgid, ready) if spin_suspect else None
+    record = {"test": nodeid, "rss_kb": rss, "fds": fds, "reports": reports or []}
+    if len(rss) == ROUNDS and (all(r >= GROWTH_KB for r in rss) or all(f >= 1 for f in fds)):
+        record["growth"] = ("memory" if all(r >= GROWTH_KB for r in rss) else "descriptors")
+    if busy is not None and busy[1][1] >= th.SPIN:
+        record["spin"] = {"thread": f"{busy[1][0]} ({busy[0]})", "cpu": round(busy[1][1], 2)}
+    return record
+
+
+def _group_spins(isolation, group: list[str]) -> bool:
+    """``group`` run in order on one fresh target, then nothing sent: does a thread spin? (A
+    target that went down in the group cannot tell: the group is split as if it did.)"""
+    isolation.fresh_target()
+    pgid = isolation.managed.proc.pid
+    ready = isolation.managed.ready_at or time.time()
+    for nodeid in group:
+        isolation._run_item(isolation.items[nodeid])
+    if th.resources(pgid) is None:
+        return True
+    busy = _busiest(pgid, ready)
+    return busy is None or busy[1][1] >= th.SPIN
+
+
+def _busiest(pgid: int, ready: float):
+    """``(thread key, (name, share of a core))`` of the busiest thread over :data:`IDLE
+    <target_health.IDLE>` seconds with nothing sent, after the start-up's grace; None when the
+    target has no thread left to read."""
+    wait = ready + th.START_GRACE - time.time()      # a start-up's work is no spin
+    if wait > 0:
+        time.sleep(wait)
+    ticks = th.thread_times(pgid)
+    time.sleep(th.IDLE)
+    usage = th.cores(ticks, th.thread_times(pgid), th.IDLE)
+    return max(usage.items(), key=lambda kv: kv[1][1], default=None)
 
 
 def describe(record: dict) -> str:

@@ -562,6 +562,8 @@ class ResultCollector:
 
     #: Tests re-run to find who grew the target's memory or descriptors, at most (the largest).
     MAX_HEALTH_RERUNS = 8
+    #: Tests that ran while a spin went on, measured in groups (health.py), at most (the first).
+    MAX_SPIN_DURING = 64
 
     def _blame_health(self) -> None:
         """With --target-command: the tests a spin began with, and those during which the
@@ -574,7 +576,7 @@ class ResultCollector:
         grown = sorted((r for r in self.results.values() if r.get("target") and (
             r["target"].get("rss_growth_kb", 0) >= SUSPECT_KB or r["target"].get("fd_growth", 0) >= SUSPECT_FDS)),
             key=lambda r: -r["target"].get("rss_growth_kb", 0))[:self.MAX_HEALTH_RERUNS]
-        spun = sorted({t for spin in spins for t in spin["tests"] + spin.get("during", [])[:self.MAX_HEALTH_RERUNS]
+        spun = sorted({t for spin in spins for t in spin["tests"] + spin.get("during", [])[:self.MAX_SPIN_DURING]
                        if t in self.results})
         growing = sorted(r["nodeid"] for r in grown)
         measured = lifecycle.health_check(self.config, spun, growing) if spun or growing else None

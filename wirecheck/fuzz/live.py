@@ -56,6 +56,8 @@ MAX_CORPUS = 4000
 LAST_FRAMES = 2
 #: Seconds given a process that refuses connections to exit (and tell its exit status).
 EXIT_WAIT = 0.5
+#: Trials of a finding that did not reproduce kept in its entry (how many connections, what came back).
+MAX_TRIED = 12
 #: Seconds a spin's or growth's trial waits after its connections (the measure follows).
 HEALTH_SETTLE = 0.1
 #: The least a probe waits for an answer before a silent target is a hang (``--timeout`` is
@@ -360,6 +362,7 @@ class LiveFuzzer:
             finding.count += previous is not None
             finding.attempts += 1
             finding.replays = verdict.replays
+            finding.tried = verdict.log[-MAX_TRIED:]
             finding.trials += self.trials.count - spent
             self.findings[finding.signature] = finding
             live_findings.save(self, finding)

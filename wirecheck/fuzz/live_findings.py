@@ -35,6 +35,7 @@ class Finding:
     replays: int = 0
     trials: int = 0                     # fresh-target trials spent attributing it
     attempts: int = 0                   # attributions tried (one that did not reproduce is retried)
+    tried: list = field(default_factory=list)   # a finding that did not reproduce: [connections, what came back]
     minimized_from: int | None = None
     count: int = 1
     variants: list = field(default_factory=list)
@@ -139,6 +140,8 @@ def entry(fuzzer, finding: Finding) -> dict:
     return {"kind": finding.kind, "signature": finding.signature, "reason": finding.reason,
             "count": finding.count, "file": finding.file, "replayed": finding.replayed,
             "reproduced": finding.reproduced, "replays": finding.replays,
+            **({"tried": [{"connections": n, "got": got or "nothing"} for n, got in finding.tried]}
+               if finding.tried else {}),
             "connections": len(finding.connections), "frames": len(finding.frames), "bytes": len(finding.data),
             "variants": [{k: v for k, v in variant.items() if k != "bytes"} for variant in finding.variants],
             "reproduce": reproduce_command(fuzzer, finding, finding.file)}
