@@ -12,7 +12,12 @@ not a method: its invocations get the "unknown method" Completion), no handshake
 no client timeout (a silent connection is kept). A profile file says so (``[features]
 client_results``, ``handshake_timeout``, ``client_timeout`` false) and no test may then fail.
 
-``python tests/planted_signalr.py --port P [--bare]`` (serves ``http://127.0.0.1:P/hub``).
+``--idless-completions``: instead, the reference hub with one defect: every non-blocking
+invocation (v1: no invocationId) is answered with a Completion that has no invocationId, as an
+independent hub did. The one rule it breaks is SIGR-INV-007; every value still carries through.
+
+``python tests/planted_signalr.py --port P [--bare | --idless-completions]`` (serves
+``http://127.0.0.1:P/hub``).
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from wirecheck.reference_impl.core.server import ThreadedServer  # noqa: E402
 from wirecheck.reference_impl.signalr import broker  # noqa: E402
+from wirecheck.reference_impl.signalr.messages import Invocation  # noqa: E402
 from wirecheck.reference_impl.signalr.session import HubSession  # noqa: E402
 
 RS = b"\x1e"
@@ -86,16 +92,33 @@ class SplitCrashSession(HubSession):
         return super().receive(data, now)
 
 
+#: The id-less Completion, by hub protocol: JSON ``{"type":3,"result":null}``, MessagePack
+#: ``[3, {}, nil, 2]`` (void) behind its VarInt length.
+IDLESS_COMPLETION = {"json": b'{"type":3,"result":null}\x1e', "messagepack": b"\x05\x94\x03\x80\xc0\x02"}
+
+
+class IdlessCompletionSession(HubSession):
+    def _dispatch(self, message, now: float, out: list) -> None:
+        handshaken = self.protocol is not None
+        super()._dispatch(message, now, out)
+        if handshaken and type(message) is Invocation and message.invocation_id is None:
+            out.append(IDLESS_COMPLETION[self.protocol])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--bare", action="store_true", help="no client results, no timers (and no crash)")
+    parser.add_argument("--idless-completions", action="store_true",
+                        help="non-blocking invocations answered by a Completion without id (and no crash)")
     args = parser.parse_args()
     options = {}
     if args.bare:
         from wirecheck.reference_impl.signalr import hub
         del hub.METHODS["AskMe"]
         options = {"handshake_timeout": 1e9, "client_timeout": 1e9}
+    elif args.idless_completions:
+        broker.HubSession = IdlessCompletionSession
     else:
         broker.HubSession = SplitCrashSession        # the class the hub makes its sessions from
     server = ThreadedServer(broker.make_broker(port=args.port, raw_port=0, **options)).start()

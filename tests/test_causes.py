@@ -15,6 +15,11 @@ def test_what_varies_between_tests_is_taken_out():
     assert cause("NON-STRICT: expected Completion(invocationId='m17'), got 'x'") == \
         cause("expected Completion(invocationId='m3'), got 'yy'")
     assert cause("") == ""
+    # what names the defect stays: a field's name, the requirement broken
+    assert cause("SIGR-INV-007: Completion has no 'invocationId' at byte 9") == \
+        "SIGR-INV-007: Completion has no 'invocationId'"
+    assert cause("'InvocationId' must be a string, not 'x'") == "'InvocationId' must be a string, not '…'"
+    assert cause("Completion has no 'invocationId'") != cause("Completion has no 'error'")
     # a different field or category is a different cause
     assert cause("target sent a malformed frame: messagepack at byte 3: Target is 7, not a string") != a
 

@@ -178,24 +178,27 @@ def test_informational_verdict_is_neither_pass_nor_failure(tmp_path):
 def test_a_breach_fails_only_the_requirement_it_names(tmp_path):
     """A test checking a MUST and a SHOULD whose failure names the SHOULD (verdicts.Breach) is
     NON-STRICT for that one; the MUST is not reported as broken. A Breach naming an ID its test
-    does not check is an ordinary failure of all the test's requirements."""
+    does not check makes the test collateral of that breach: charged to it, at its level, and
+    its own requirements are neither failed nor tested by it."""
     result, doc = run_scratch_suite(
         tmp_path, "import pytest\nfrom wirecheck.conformance.verdicts import Breach\n\n"
         "@pytest.mark.requirement('BLIP-FRAME-001', 'BLIP-HELLO-003')\ndef test_named():\n"
         "    raise Breach('no greeting', 'BLIP-HELLO-003')\n\n"
         "@pytest.mark.requirement('BLIP-FRAME-002', 'BLIP-IO-002')\ndef test_stray():\n"
-        "    raise Breach('not one of mine', 'BLIP-HELLO-004')\n")
+        "    raise Breach('not one of mine', 'BLIP-PING-001')\n")
     tests = {t["nodeid"].split("::")[-1]: t for t in doc["tests"]}
     assert tests["test_named"]["verdict"] == "NON-STRICT" and tests["test_named"]["broke"] == ["BLIP-HELLO-003"]
-    assert tests["test_stray"]["verdict"] == "FAIL" and "broke" not in tests["test_stray"]
-    assert doc["summary"]["blipmq"]["failing_requirements"] == ["BLIP-FRAME-002", "BLIP-HELLO-003", "BLIP-IO-002"]
+    stray = tests["test_stray"]
+    assert stray["verdict"] == "FAIL" and stray["broke"] == ["BLIP-PING-001"], stray
+    assert stray["message"].startswith("collateral: ") and "not one of mine" in stray["message"], stray["message"]
+    assert doc["summary"]["blipmq"]["failing_requirements"] == ["BLIP-HELLO-003", "BLIP-PING-001"]
     assert result.returncode == 1, result.stdout
     from wirecheck.conformance.report_matrix import problems
     from wirecheck.conformance.results import load_run
     run = load_run(str(tmp_path / "scratch.json"))
     verdict_of = {rid: v for rid, (v, _) in run.requirement_verdicts("blipmq").items()}
     assert verdict_of["BLIP-HELLO-003"] == "NON-STRICT" and verdict_of["BLIP-FRAME-001"] == "NOT-RUN"
-    assert verdict_of["BLIP-FRAME-002"] == verdict_of["BLIP-IO-002"] == "FAIL"
-    assert sorted(p["requirement"] for p in problems(run)) == ["BLIP-FRAME-002", "BLIP-HELLO-003", "BLIP-IO-002"]
+    assert verdict_of["BLIP-PING-001"] == "FAIL" and verdict_of["BLIP-FRAME-002"] == "NOT-RUN"
+    assert sorted(p["requirement"] for p in problems(run)) == ["BLIP-HELLO-003", "BLIP-PING-001"]
     from wirecheck.conformance.report_html import render
     assert "requirements BLIP-FRAME-001, BLIP-HELLO-003; broke BLIP-HELLO-003)" in render([run], docs="")

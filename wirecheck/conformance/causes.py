@@ -22,7 +22,8 @@ MIN_TESTS = 2
 CAUSE_CHARS = 240
 
 _PREFIX = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:Target\w*|AssertionError|BudgetSpent)\s*:\s*")
-_NON_STRICT = re.compile(r"^(?:NON-STRICT|WAIVED):\s*")
+#: What a verdict adds in front (a collateral failure is the same cause as its breach's own test).
+_NON_STRICT = re.compile(r"^(?:(?:NON-STRICT|WAIVED|collateral):\s*)+")
 _AT_BYTE = re.compile(r"\s+at byte \d+")
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b")
@@ -30,15 +31,40 @@ _NUMBER = re.compile(r"(?<![A-Za-z_])-?\d+(?:\.\d+)?")
 _SPACES = re.compile(r"\s+")
 
 
+#: What stays as it is: requirement IDs (SIGR-INV-007) and the quoted names of fields a decoder
+#: says are missing or wrong (:func:`_is_field`).
+_REQUIREMENT = re.compile(r"\b[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*-\d{3}\b")
+_NAME = re.compile(r"^['\"][A-Za-z_][A-Za-z_]{0,39}['\"]$")
+
+
+def _is_field(text: str, m) -> bool:
+    """A quoted name where a decoder names a field ("has no 'invocationId'", "'Target' must be")."""
+    return bool(_NAME.match(m.group(0))) and (text[:m.start()].endswith("has no ")
+                                                or text[m.end():].startswith(" must "))
+
+
+def without_class(text: str) -> str:
+    """``text`` without the exception's class in front (``wirecheck...TargetMalformed: ``)."""
+    return _PREFIX.sub("", text or "")
+
+
 def cause(message: str) -> str:
-    """``message`` with what varies between tests that fail the same way taken out."""
+    """``message`` with what varies between tests that fail the same way taken out (a field's
+    quoted name and requirement IDs kept)."""
     text = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
     text = _NON_STRICT.sub("", text)
     text = _PREFIX.sub("", text)
     text = _AT_BYTE.sub("", text)
-    text = _QUOTED.sub("'…'", text)
+    text = _QUOTED.sub(lambda m: m.group(0) if _is_field(text, m) else "'…'", text)
+    kept: list[str] = []
+
+    def keep(m):
+        kept.append(m.group(0))
+        return f"\x00{len(kept) - 1}\x00"
+    text = _REQUIREMENT.sub(keep, text)
     text = _HEX.sub("#", text)
-    text = _NUMBER.sub("N", text)
+    text = _NUMBER.sub(lambda m: m.group(0) if text[max(0, m.start() - 1)] == "\x00" else "N", text)
+    text = re.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], text)
     return _SPACES.sub(" ", text).strip()[:CAUSE_CHARS]
 
 

@@ -490,6 +490,9 @@ class ResultCollector:
             else:
                 entry.pop("broke", None)
             entry["message"] = verdicts.message(report)
+            if verdicts.collateral(entry):
+                # charged to what it broke (the IDs the report shows beside it), not its own
+                entry["message"] = "collateral: " + causes.without_class(entry["message"])
             entry["transcript"] = sections.get("wirecheck transcript", "")
             entry["wire"] = json.loads(sections.get("wirecheck wire", "[]"))
             outcome = json.loads(sections.get("wirecheck outcome", "{}"))
@@ -505,7 +508,8 @@ class ResultCollector:
         by_id: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
         for r in self.results.values():
             per[r["protocol"]][r["verdict"]] += 1
-            for rid in r["requirements"]:
+            # a test charged with another requirement's breach (verdicts.collateral) counts there
+            for rid in dict.fromkeys(r["requirements"] + r.get("broke", [])):
                 by_id[r["protocol"]][rid].append(r)
         broken = (verdicts.HARNESS_ERROR, verdicts.CRASH, verdicts.FAIL, verdicts.TIMEOUT, verdicts.NON_STRICT)
         out = {}
@@ -524,10 +528,12 @@ class ResultCollector:
                           # a waiver whose requirement passes: no longer needed
                           "stale_waivers": sorted(set(waivers) & set(having(verdicts.PASS, verdicts.INFORMATIONAL))),
                           "catalogue": levels,
-                          # tested: a test of it ran (one skipped because the target was down,
-                          # or a feature is absent, tested nothing)
+                          # tested: a test of it ran to its check (one skipped because the
+                          # target was down, or a feature is absent, tested nothing; one that
+                          # failed on another requirement's breach stopped before it)
                           "coverage": verdicts.coverage(cat, {rid for rid, tests in by_id[proto].items()
                                                               if any(t["verdict"] != verdicts.SKIPPED
+                                                                     and (not t.get("broke") or rid in t["broke"])
                                                                      for t in tests)}),
                           "failing_requirements": having(*broken),
                           # a feature the profile says is absent (and no test of it passed)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 
 from wirecheck.conformance import verdicts
+from wirecheck.conformance.causes import without_class
 
 
 def escape(text) -> str:
@@ -78,7 +79,8 @@ def failure_lines(results, protocol: str) -> list[str]:
         ids = r.get("broke") or r["requirements"]
         levels = verdicts._levels(protocol, ids)
         charged = ", ".join(f"{i} [{level}]" for i, level in zip(ids, levels))
-        first = next((line.strip() for line in str(r.get("message") or "").splitlines() if line.strip()), "")
+        first = next((line.strip() for line in without_class(str(r.get("message") or "")).splitlines()
+                      if line.strip()), "")
         if len(first) > LINE_MESSAGE:
             first = first[:LINE_MESSAGE - 1] + "…"
         out.append(f"{r['verdict']} {r['nodeid']} ({charged})" + (f": {first}" if first else ""))

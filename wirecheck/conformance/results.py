@@ -80,7 +80,8 @@ class Run:
         """Requirement ID -> (verdict, the tests naming it), for every ID of the catalogue."""
         by_id: dict[str, list[dict]] = {}
         for t in self.tests_of(proto):
-            for rid in t.get("requirements", []):
+            # a test charged with another requirement's breach (verdicts.collateral) counts there
+            for rid in dict.fromkeys(t.get("requirements", []) + t.get("broke", [])):
                 by_id.setdefault(rid, []).append(t)
         out = {}
         for rid, req in self.catalogue(proto).items():

@@ -148,7 +148,12 @@ class _TranscriptBytes:
 
 class TargetError(AssertionError):
     """The target did not behave: the test fails with this reason. ``expected`` (the outcomes
-    the test accepts) and ``actual`` (what came), when given, reach the report as data."""
+    the test accepts) and ``actual`` (what came), when given, reach the report as data.
+    ``requirements``: the rules this failure breaks when it knows them (a malformed frame, by
+    the decoder's error: :attr:`Connection.breach_of`), whatever the test checks: the test is
+    then charged with those (verdicts.broken_ids), not with its own."""
+
+    requirements: tuple[str, ...] = ()
 
     def __init__(self, message: str = "", expected: list[str] | None = None, actual: str | None = None) -> None:
         super().__init__(message)
@@ -285,6 +290,17 @@ class Connection:
         self.unsolicited_limit = 1000
         #: Bytes arrived below the frames (a WebSocket frame not yet whole): not silence.
         self._progress = False
+        #: The rules a frame from the target that does not decode breaks (FrameError ->
+        #: (requirement IDs, what the frame means when more than its decoder error, or "")); the
+        #: suite of the protocol sets it. Unset, a malformed frame fails the test on its own
+        #: requirements.
+        self.breach_of: Callable[[FrameError], tuple[tuple[str, ...], str]] | None = None
+        #: Called with each frame :meth:`recv` hands to the test; it may raise (a frame that
+        #: breaks a rule whatever the test expects: verdicts.Breach). Set by the suite.
+        self.check_frame: Callable[[object], None] | None = None
+        #: Called with the bytes of each :meth:`send` (encoded frames and raw bytes alike): what
+        #: the suite follows of its own side of the conversation.
+        self.on_send: Callable[[bytes], None] | None = None
 
     # -- sending -------------------------------------------------------------------------------
 
@@ -295,6 +311,8 @@ class Connection:
             raise TargetFlooded(self.dropped)
         data = b"".join(i if isinstance(i, (bytes, bytearray)) else self.encode(i) for i in items)
         self.transcript.add("->", data, self._describe(items))
+        if self.on_send is not None:
+            self.on_send(data)
         pieces = _split(data, chunks)
         self.sock.settimeout(min(self.timeout, self.budget.left()))
         try:
@@ -367,7 +385,7 @@ class Connection:
         while True:
             if self._frames:
                 if keep or not self.unsolicited:
-                    return self._frames.pop(0)
+                    return self._checked(self._frames.pop(0))
                 # Past the unsolicited frames at the head, in one cut (a flood brings thousands)
                 first = next((i for i, f in enumerate(self._frames) if not isinstance(f, self.unsolicited)),
                              len(self._frames))
@@ -378,7 +396,7 @@ class Connection:
                                     f"{time.monotonic() - started:.3g} s and nothing else (expected "
                                     f"{expecting}): a flood; the suite dropped the connection")
                 if self._frames:
-                    return self._frames.pop(0)
+                    return self._checked(self._frames.pop(0))
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.transcript.add("--", b"", f"timeout waiting for {expecting}")
@@ -405,12 +423,22 @@ class Connection:
                 frames = self.decoder.feed(data)
             except FrameError as exc:
                 self.transcript.add("<-", data, f"undecodable: {exc.category}: {exc.message}")
-                raise TargetMalformed(f"target sent a malformed frame: {exc.category} at byte "
-                                      f"{exc.offset}: {exc.message}") from None
+                broken, meaning = self.breach_of(exc) if self.breach_of is not None else ((), "")
+                detail = f"target sent a malformed frame: {exc.category} at byte {exc.offset}: {exc.message}"
+                # what it means first (the line a summary shows, the same in every encoding)
+                error = TargetMalformed(f"{meaning}\n{detail}" if meaning else
+                                        detail + (f" (breaks {', '.join(broken)})" if broken else ""))
+                error.requirements = tuple(broken)
+                raise error from None
             self.transcript.add("<-", data, self._received(frames))
             self._frames.extend(frames)
             if not frames:                  # part of a frame: the target is not silent
                 deadline = time.monotonic() + wait
+
+    def _checked(self, frame):
+        if self.check_frame is not None:
+            self.check_frame(frame)
+        return frame
 
     #: Frames of one read described in the transcript (a flood brings thousands per read).
     DESCRIBED_FRAMES = 16

@@ -81,9 +81,12 @@ def informational(observation: str) -> None:
 
 
 class Breach(AssertionError):
-    """A failed check that knows which of its test's requirements it broke: a test that checks
-    several (a state machine's SHOULD run: SIGR-V1-004, -005, -006) then fails only that one,
-    and the others keep what other tests say of them. The verdict's level is the broken ones'."""
+    """A failed check that knows which requirements it broke: a test that checks several (a
+    state machine's SHOULD run: SIGR-V1-004, -005, -006) then fails only that one, and the
+    others keep what other tests say of them. It may name a requirement its test does not
+    check: a carry-through test that meets a Completion answering a non-blocking invocation
+    (SIGR-INV-007) is collateral of that breach, and its own requirements stay untested by it.
+    The verdict's level is the broken ones'."""
 
     def __init__(self, message: str, *requirements: str) -> None:
         super().__init__(message)
@@ -91,16 +94,23 @@ class Breach(AssertionError):
 
 
 def broken_ids(exc: BaseException | None, ids: list[str]) -> list[str]:
-    """The requirements a failure says it broke, when it is a :class:`Breach` (inside a group
-    too: hypothesis reports several failures as one) naming only IDs its test checks; else []
-    (every requirement of the test is taken as broken)."""
+    """The requirements a failure says it broke, when every failure in it (inside a group too:
+    hypothesis reports several failures as one) names them (a :class:`Breach`, a malformed
+    frame whose rule the suite knows: target.TargetError.requirements); else [] (every
+    requirement of the test is taken as broken). Named IDs outside ``ids`` are the test's
+    collateral: it failed on another requirement's breach (:func:`collateral`)."""
     if exc is None:
         return []
     leaves = list(_leaves(exc)) if isinstance(exc, BaseExceptionGroup) else [exc]
-    named = [i for leaf in leaves for i in getattr(leaf, "requirements", ())]
-    if not named or not all(isinstance(leaf, Breach) for leaf in leaves) or not set(named) <= set(ids):
+    named = [tuple(getattr(leaf, "requirements", None) or ()) for leaf in leaves]
+    if not all(named):
         return []
-    return list(dict.fromkeys(named))
+    return list(dict.fromkeys(i for group in named for i in group))
+
+
+def collateral(result: dict) -> list[str]:
+    """The requirements a failed test (its JSON result) was charged with that it does not check."""
+    return [i for i in result.get("broke") or () if i not in result.get("requirements", ())]
 
 
 def classify(report, call, proto: str, ids: list[str], profile, strict: bool) -> str:

@@ -14,37 +14,39 @@ from .constants import PROTOCOL
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def bad(message: str, category: Category, offset: int) -> PayloadError:
-    return PayloadError(message, category=category, protocol=PROTOCOL, offset=offset)
+def bad(message: str, category: Category, offset: int, part: str = "") -> PayloadError:
+    """``part``: the field at fault, by its name in the document (FrameError.part), so that a
+    reader maps it to the rule it breaks (an id-less Completion: conformance/suites/signalr)."""
+    return PayloadError(message, category=category, protocol=PROTOCOL, offset=offset, part=part)
 
 
 def missing(kind: str, name: str, offset: int) -> PayloadError:
-    return bad(f"{kind} has no '{name}'", Category.MISSING_FIELD, offset)
+    return bad(f"{kind} has no '{name}'", Category.MISSING_FIELD, offset, name)
 
 
 def string(value, name: str, offset: int) -> str:
     if type(value) is not str:
-        raise bad(f"'{name}' must be a string, not {_kind(value)}", Category.BAD_VALUE, offset)
+        raise bad(f"'{name}' must be a string, not {_kind(value)}", Category.BAD_VALUE, offset, name)
     return value
 
 
 def array(value, name: str, offset: int) -> list:
     if type(value) is not list:
-        raise bad(f"'{name}' must be an array, not {_kind(value)}", Category.BAD_VALUE, offset)
+        raise bad(f"'{name}' must be an array, not {_kind(value)}", Category.BAD_VALUE, offset, name)
     return value
 
 
 def boolean(value, name: str, offset: int) -> bool:
     if type(value) is not bool:
-        raise bad(f"'{name}' must be a boolean, not {_kind(value)}", Category.BAD_VALUE, offset)
+        raise bad(f"'{name}' must be a boolean, not {_kind(value)}", Category.BAD_VALUE, offset, name)
     return value
 
 
 def integer(value, name: str, offset: int) -> int:
     if type(value) is not int:
-        raise bad(f"'{name}' must be an integer, not {_kind(value)}", Category.BAD_VALUE, offset)
+        raise bad(f"'{name}' must be an integer, not {_kind(value)}", Category.BAD_VALUE, offset, name)
     if not _LONG_MIN <= value <= _LONG_MAX:
-        raise bad(f"'{name}' {value} is outside the 64-bit range", Category.BAD_VALUE, offset)
+        raise bad(f"'{name}' {value} is outside the 64-bit range", Category.BAD_VALUE, offset, name)
     return value
 
 
@@ -52,16 +54,16 @@ def headers(value, name: str, offset: int):
     """A map of strings to strings; an empty map reads as absent (None), so a message decodes
     the same whether a client writes ``"headers": {}`` or leaves the field out."""
     if type(value) is not dict:
-        raise bad(f"'{name}' must be a map, not {_kind(value)}", Category.BAD_VALUE, offset)
+        raise bad(f"'{name}' must be a map, not {_kind(value)}", Category.BAD_VALUE, offset, name)
     for k, v in value.items():
         if type(k) is not str or type(v) is not str:
-            raise bad(f"'{name}' must map strings to strings", Category.BAD_VALUE, offset)
+            raise bad(f"'{name}' must map strings to strings", Category.BAD_VALUE, offset, name)
     return value or None
 
 
 def stream_ids(value, name: str, offset: int) -> list:
     if type(value) is not list or any(type(v) is not str for v in value):
-        raise bad(f"'{name}' must be an array of strings", Category.BAD_VALUE, offset)
+        raise bad(f"'{name}' must be an array of strings", Category.BAD_VALUE, offset, name)
     return value
 
 

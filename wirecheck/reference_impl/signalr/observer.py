@@ -365,11 +365,17 @@ class SignalRObserver(Observer):
             return "SIGR-HS-001" if direction == C2S else "SIGR-HS-004"
         if phase == FAILED and category == Category.TRAILING_BYTES:
             return "SIGR-HS-005" if direction == S2C else ""
-        if not self.draft and category in V1_TOLERATED:
-            return ""
-        if category == Category.TRUNCATED:
-            return TRUNCATED_FRAMING.get(self.hub_protocol, TRUNCATED_DEFAULT)
-        return HUB_FRAMING.get(category, "")
+        return hub_framing_requirement(category, self.draft, self.hub_protocol)
+
+
+def hub_framing_requirement(category: Category, draft: bool, hub_protocol: str | None) -> str:
+    """The rule a hub message that does not decode breaks, by the decoder's category (past the
+    handshake; "" for what the profile tolerates): the observer's and the live suite's reading."""
+    if not draft and category in V1_TOLERATED:
+        return ""
+    if category == Category.TRUNCATED:
+        return TRUNCATED_FRAMING.get(hub_protocol, TRUNCATED_DEFAULT)
+    return HUB_FRAMING.get(category, "")
 
 
 def _other(direction: str) -> str:

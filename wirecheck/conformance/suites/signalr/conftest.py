@@ -16,10 +16,13 @@ import pytest
 
 from wirecheck.conformance import websocket
 from wirecheck.conformance.target import Connection, TargetClosed, TargetError, TargetTimeout
+from wirecheck.conformance.verdicts import Breach
+from wirecheck.reference_impl.core.errors import FrameError
 from wirecheck.reference_impl.signalr import codec
 from wirecheck.reference_impl.signalr.messages import (Close, Completion, HandshakeRequest, HandshakeResponse,
                                              Invocation, Ping, StreamCompletion, StreamInvocation,
                                              StreamItem)
+from wirecheck.reference_impl.signalr.observer import hub_framing_requirement
 
 #: What the suite accepts from a target (a bound of its own, not the protocol's 2 GB).
 MAX_INCOMING = 64 * 1024 * 1024
@@ -37,6 +40,64 @@ def pytest_generate_tests(metafunc):
     if "encoding" in metafunc.fixturenames:
         wanted = getattr(metafunc.function, "encodings", ENCODINGS)
         metafunc.parametrize("encoding", wanted)
+
+
+class NonBlockingWatch:
+    """What one connection sent without asking for an answer, and the answers that came anyway
+    (SIGR-INV-007: "It is a protocol error for a Caller to send a StreamItem, Completion or
+    StreamCompletion message in response to a Non-Blocking Invocation"). Whatever test reads
+    such an answer fails on that requirement, not its own: a value carried through by
+    Remember/Recall is not at fault when Remember's id-less Completion comes first. It also
+    charges any other hub message that does not decode to the rule it breaks (the capture
+    observer's reading: observer.hub_framing_requirement)."""
+
+    def __init__(self, draft: bool, encoding: str, outgoing: codec.Decoder) -> None:
+        self.draft, self.encoding = draft, encoding
+        self.sent = 0                   # non-blocking invocations sent
+        self.ids: set[str] = set()      # the draft's: they carry an id, and nonblocking true
+        self._outgoing: codec.Decoder | None = outgoing
+
+    def sent_bytes(self, data: bytes) -> None:
+        """What the kit sent (encoded messages and raw bytes alike), read as the target reads it;
+        once it sends what does not decode (on purpose), the rest is followed only as far as
+        the encoder sees it (:meth:`note`: messages the suite built)."""
+        if self._outgoing is None:
+            return
+        try:
+            messages = self._outgoing.feed(data)
+        except FrameError as exc:
+            messages, self._outgoing = exc.frames or [], None
+        for message in messages:
+            self.note(message)
+
+    def note(self, message) -> None:
+        """An outgoing message."""
+        if not isinstance(message, (Invocation, StreamInvocation)):
+            return
+        iid = message.invocation_id
+        if iid is None or getattr(message, "nonblocking", False):
+            self.sent += 1
+            if iid:
+                self.ids.add(iid)
+        else:
+            self.ids.discard(iid)       # the id used again for a call: its answers are due
+
+    def check(self, message) -> None:
+        """An incoming, decoded message: an answer to a non-blocking invocation is a breach."""
+        if self.ids and isinstance(message, (Completion, StreamItem, StreamCompletion)) \
+                and message.invocation_id in self.ids:
+            raise Breach(f"the target answered a non-blocking invocation, which nothing may get: "
+                         f"{type(message).__name__} for {message.invocation_id!r}", "SIGR-INV-007")
+
+    def malformed(self, error) -> tuple[tuple[str, ...], str]:
+        """The rules a hub message from the target that does not decode breaks, and what it
+        means (target.Connection.breach_of)."""
+        if self.sent and (getattr(error, "part", "") or "").lower() == "invocationid":
+            # an answer without an id, after an invocation that wanted none: the answer is the fault
+            return ("SIGR-INV-007",), ("the target sent a message without an invocation id after a non-blocking "
+                                       "invocation: an answer to it, which nothing may get")
+        rid = hub_framing_requirement(error.category, self.draft, self.encoding)
+        return ((rid,) if rid else ()), ""
 
 
 def only(*encodings):
@@ -102,10 +163,17 @@ class Sig:
              url: str | None = None) -> Connection:
         """A connection with no handshake sent yet."""
         encoding = encoding or self.encoding
-        encode = lambda m: self.encode(m, encoding)          # noqa: E731
+        decoder = self.decoder(encoding)
+        watch = NonBlockingWatch(self.draft, encoding, codec.Decoder(
+            codec.SignalRLimits(max_frame_size=MAX_INCOMING), origin="client", protocol=encoding,
+            profile=self.reading, handshake=True))
+
+        def encode(message):
+            watch.note(message)         # also once raw bytes it could not read stopped its reading
+            return self.encode(message, encoding)
         target = self.target
         if target.url is None:
-            return self._pings_pass(target.connect(name, decoder=self.decoder(encoding), encode=encode))
+            return self._watched(target.connect(name, decoder=decoder, encode=encode), watch, decoder)
         ws_url = url or target.url
         if negotiate and url is None:
             try:
@@ -118,8 +186,17 @@ class Sig:
             if not isinstance(token, str):
                 raise TargetError(f"negotiate answer without a connection token: {answer!r}")
             ws_url = f"{target.url}{'&' if '?' in target.url else '?'}id={token}"
-        return self._pings_pass(target.connect_websocket(ws_url, name, decoder=self.decoder(encoding),
-                                                         encode=encode, binary=encoding == "messagepack"))
+        return self._watched(target.connect_websocket(ws_url, name, decoder=decoder, encode=encode,
+                                                      binary=encoding == "messagepack"), watch, decoder)
+
+    @classmethod
+    def _watched(cls, conn, watch: NonBlockingWatch, decoder):
+        """Past the handshake, a message that does not decode, or answers a non-blocking
+        invocation, is charged to the rule it breaks (:class:`NonBlockingWatch`)."""
+        conn.breach_of = lambda error: watch.malformed(error) if decoder.handshake_done else ((), "")
+        conn.check_frame = watch.check
+        conn.on_send = watch.sent_bytes
+        return cls._pings_pass(conn)
 
     @staticmethod
     def _pings_pass(conn):
