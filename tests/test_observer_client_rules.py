@@ -357,7 +357,7 @@ SERVER_ONLY = {
                "VIBE-QUEUE-005", "VIBE-ERR-001", "VIBE-ERR-003", "VIBE-COMP-001", "VIBE-COMP-002",
                "VIBE-COMP-003", "VIBE-COMP-004", "VIBE-COMP-006", "VIBE-DEL-001", "VIBE-DEL-002", "VIBE-ACK-001",
                "VIBE-RETRY-001", "VIBE-TTL-001", "VIBE-DLQ-001", "VIBE-OVER-001"},
-    "micromessage2": {"MM2-HS-003", "MM2-HS-004", "MM2-HS-005", "MM2-HS-006", "MM2-HS-007",
+    "micromessage2": {"MM2-HS-003", "MM2-HS-004", "MM2-HS-005", "MM2-HS-006", "MM2-HS-007", "MM2-HS-015",
                       "MM2-ACK-005", "MM2-ACK-008", "MM2-ACK-009", "MM2-ACK-010", "MM2-FRAME-003",
                       "MM2-CMD-002", "MM2-MSG-006", "MM2-PS-001", "MM2-ERR-002", "MM2-NET-001"},
     "rabbitmq-stream": {"RMQS-FRAME-001", "RMQS-FRAME-002", "RMQS-FRAME-012", "RMQS-FRAME-013", "RMQS-HS-001",

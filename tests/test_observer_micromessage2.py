@@ -136,11 +136,11 @@ def test_a_higher_major_version_may_get_the_servers_own():
 def test_a_final_handshake_without_the_servers_required_extension():
     base = [(C2S, hs("pubsub")), (S2C, hs("json")), (C2S, hs("pubsub"))]
     _, found = run(base + [(S2C, msg(1))])
-    assert found == [("MM2-HS-008", C2S, 2), ("MM2-HS-008", S2C, 3)]
+    assert found == [("MM2-HS-008", C2S, 2), ("MM2-HS-015", S2C, 3)]
     _, found = run(base + [(S2C, Error("json is required")), (S2C, msg(1))])
-    assert found == [("MM2-HS-008", C2S, 2), ("MM2-HS-008", S2C, 4)]
+    assert found == [("MM2-HS-008", C2S, 2), ("MM2-HS-015", S2C, 4)]
     _, found = run(base, closes=[(S2C, "fin", 2)])
-    assert found == [("MM2-HS-008", C2S, 2), ("MM2-HS-008", S2C, 3)]
+    assert found == [("MM2-HS-008", C2S, 2), ("MM2-HS-015", S2C, 3)]
     _, found = run(base, closes=[(S2C, "end", 2)])      # the capture ended: nothing known
     assert found == [("MM2-HS-008", C2S, 2)]
 

@@ -237,6 +237,10 @@ def suite_tests(spec) -> list[tuple[str, str, list[str], list[str]]]:
     return found
 
 
+#: Whom a requirement's sentence binds (Requirement.binds), as the page says it.
+_PARTY = {"server": "server", "client": "client", "both": "both peers"}
+
+
 def _added_marks(source: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for node in ast.parse(source).body:
@@ -285,7 +289,8 @@ def requirement_page(spec) -> str:
     lines.append("")
     for rid, req in cat.items():
         lines += [f"## {rid} {{ #{anchor(rid)} }}", "",
-                  f"**{req.level}** · {md(req.section)} · from {_SOURCE.get(req.source, req.source)}", "",
+                  f"**{req.level}** · {md(req.section)} · from {_SOURCE.get(req.source, req.source)}"
+                  + (f" · binds the {_PARTY[req.binds]}" if req.binds else ""), "",
                   md(req.summary), ""]
         if req.quote:
             lines += [f"> {quote(req.quote)}", ""]

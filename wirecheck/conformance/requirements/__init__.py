@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 LEVELS = ("MUST", "SHOULD", "MAY")
 SOURCES = ("document", "SPEC_NOTES", "reading")
+#: Who a requirement binds (Requirement.binds); "" is allowed below MUST only.
+PARTIES = ("", "server", "client", "both")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,13 @@ class Requirement:
     #: why the level differs from the quote's own word ("must"/"should"/"may"), when it does;
     #: "DISAGREES: ..." marks a level the catalogue keeps but the quote does not support.
     level_note: str = ""
+    #: the party whose behaviour the quoted sentence prescribes: "server", "client", or "both"
+    #: (either peer, or every sender: a frame layout both sides write, a rule for whichever
+    #: side is the Caller or the pusher). Every MUST names it. A document's "the client must"
+    #: is not the server's MUST: where the kit grades the server on such a sentence (what the
+    #: server does about a client that breaks it), the entry is the kit's reading, a SHOULD
+    #: binding the server; tests/test_requirement_party.py keeps the server suites to that.
+    binds: str = ""
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -39,6 +48,10 @@ class Requirement:
             raise ValueError(f"{self.id}: source {self.source!r} not in {SOURCES}")
         if self.source == "reading" and self.level == "MUST":
             raise ValueError(f"{self.id}: the kit's own reading is never a MUST")
+        if self.binds not in PARTIES:
+            raise ValueError(f"{self.id}: binds {self.binds!r} not in {PARTIES}")
+        if self.level == "MUST" and not self.binds:
+            raise ValueError(f"{self.id}: a MUST names the party it binds (binds=)")
 
 
 def catalogue(protocol_module: str) -> dict[str, Requirement]:
@@ -56,5 +69,5 @@ def catalogue_data(cat: dict[str, Requirement]) -> dict[str, dict]:
     """A catalogue as plain data (result files carry it, so a report reads them without the
     kit version that wrote them)."""
     return {i: {"level": r.level, "section": r.section, "summary": r.summary, "untestable": r.untestable,
-                "source": r.source, "quote": r.quote, "level_note": r.level_note}
+                "source": r.source, "quote": r.quote, "level_note": r.level_note, "binds": r.binds}
             for i, r in cat.items()}

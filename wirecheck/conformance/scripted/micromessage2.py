@@ -25,7 +25,7 @@ the reference codec.
   disconnect" (MM2-HS-010): the client's ERROR goes to the broker, which ends the connection.
   A final handshake without it breaks MM2-HS-008 (the observer reports it) and one with it
   claims what the client cannot implement: either way the scenario refuses it with an ERROR
-  frame and ends the connection, as the server must (MM2-HS-007/-008); the final handshake is
+  frame and ends the connection, as the server must (MM2-HS-007/-015); the final handshake is
   held back from the broker, which never required anything.
 - ``large-payload``: every server frame with a payload length (MESSAGE, EXTENSION such as the
   acks, ERROR) is written with the 4-byte length form (LARGE_PAYLOAD, 8), small ones included:

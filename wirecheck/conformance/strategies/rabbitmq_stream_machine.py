@@ -70,6 +70,7 @@ from wirecheck.reference_impl.rabbitmq_stream import codec
 from wirecheck.reference_impl.rabbitmq_stream.chunk import ChunkType, SubBatchEntry
 from wirecheck.reference_impl.rabbitmq_stream.codec import PublishedMessage
 from wirecheck.reference_impl.rabbitmq_stream.constants import Code, Compression, Key, OffsetType
+from wirecheck.conformance.verdicts import Breach
 
 from .rabbitmq_stream_drivers import (AFTER_SASL_HANDSHAKE, BARRIER_BASE, HANDSHAKE, OPEN, OPENING, PHASES, PROBE_STREAM,
                                       STREAM_NAMES, TUNING, SessionDriver, probe_frame)
@@ -464,6 +465,12 @@ class StreamMachine(RuleBasedStateMachine):
             codes = [getattr(f, "code", Code.OK) for f in answers]
             assert all(c == Code.OK for c in codes) and all(
                 getattr(f, "correlation_id", cid) == cid for f in answers), f"{what}: not code 1"
+            return
+        if phase != OPEN and kind not in HANDSHAKE_COMMANDS and kind != MALFORMED:
+            # another command before Open: the document's sentence binds the client, so what
+            # the server does is the kit's reading (RMQS-HS-006, SHOULD), charged to it alone
+            if not closed or not all(isinstance(f, codec.Close) and f.code == Code.UNKNOWN_FRAME for f in answers):
+                raise Breach(f"{what}, expected no answer (or Close(13)) and the end", "RMQS-HS-006")
             return
         assert closed, f"{what}: the connection must end"
         if phase == OPEN and kind == "Close":

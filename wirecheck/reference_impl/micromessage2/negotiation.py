@@ -187,7 +187,7 @@ def agree(policy: ServerPolicy, offer: Handshake, reply: Handshake, final: Hands
     if dropped:
         text = (f"Server requires the following extensions: {', '.join(dropped)}" if policy.real
                 else f"the final handshake lacks the required extension(s): {', '.join(dropped)}")
-        raise Refusal(text, requirement="MM2-HS-008")
+        raise Refusal(text, requirement="MM2-HS-015")
     if ACK in names and BATCH_ACK in names:
         raise Refusal("ack and batch-ack are alternatives: the final handshake has both",
                       requirement="MM2-HS-007")

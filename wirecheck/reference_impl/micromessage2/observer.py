@@ -14,8 +14,8 @@ What it checks, each rule with its catalogue ID (conformance/requirements/microm
 - **refusals** (the "response codes" of a protocol that has none but ERROR): an offer or a
   final handshake of another major version, or an offer of a lower major the server does not
   speak, must be refused (ERROR, MM2-HS-004; a higher major may get the server's 1.x), a final
-  handshake lacking a required extension too (MM2-HS-008); whoever refuses disconnects
-  "directly after" and sends nothing more (MM2-HS-004/-006/-007/-008 for the server,
+  handshake lacking a required extension too (MM2-HS-015, the kit's reading); whoever refuses
+  disconnects "directly after" and sends nothing more (MM2-HS-004/-006/-007/-015 for the server,
   MM2-HS-010 for the client; MM2-HS-006 is waived for ``sharpmessaging``, whose server keeps
   the connection, SPEC_NOTES). The reply uses the lower minor version (MM2-HS-003, SHOULD;
   not for ``sharpmessaging``, which always answers 1.1).
@@ -221,7 +221,7 @@ class MM2Observer(Observer):
             # an ERROR frame and disconnect"; the server, seeing them dropped, refuses.
             self.violate("MM2-HS-008", C2S, index, "the final handshake lacks the extension(s) the "
                          f"server required: {', '.join(lacking)}")
-            self.owed = ("MM2-HS-008", f"final handshake without {', '.join(lacking)}")
+            self.owed = ("MM2-HS-015", f"final handshake without {', '.join(lacking)}")
             return None
         self._agree(hs)
         return None

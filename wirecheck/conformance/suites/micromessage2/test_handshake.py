@@ -95,8 +95,8 @@ def test_final_handshake_with_unsupported_extension_is_refused(mm2):
     mm2.expect_error_then_close(conn, "the final handshake uses an extension the server lacks")
 
 
-@pytest.mark.requirement("MM2-HS-008")
-def test_final_handshake_must_include_what_the_server_requires(mm2):
+@pytest.mark.requirement("MM2-HS-015")
+def test_final_handshake_without_what_the_server_requires_is_refused(mm2):
     conn = mm2.open()
     conn.send(mm2.offer(required="ack"))
     reply = mm2.reply(conn)
