@@ -166,6 +166,21 @@ def test_long_fields_in_sends_are_acked(mm2, case):
     assert mm2.expect_acks(conn, 2, f"the acks of a SEND with {case} and the one after it") == [1, 2]
 
 
+@pytest.mark.requirement("MM2-MSG-001", "MM2-MSG-004")
+@pytest.mark.parametrize("case", ["one", "two", "255", "256"])
+def test_properties_in_sends_are_acked(mm2, case):
+    """Properties in a SEND, to a target that only receives (no pubsub to push them back; the
+    pushed form is test_properties_length_both_ways): acked with a window of one, the SEND after
+    it too. Two properties are a list with a separator, which one independent server's parser
+    died on."""
+    conn = mm2.connect(required=mm2.window_extension(1))
+    props = {"one": (("k", "N1"),), "two": (("price", "N12"), ("city", "TOslo"))}.get(case) \
+        or _properties(int(case))
+    mm2.send(conn, mm2.destination("queue"), b"props", props)
+    mm2.send(conn, mm2.destination("queue"), b"after")
+    assert mm2.expect_acks(conn, 2, f"the acks of a SEND with {case} properties and the one after it") == [1, 2]
+
+
 def _subscribe_command_of(dest_room: int, mm2, length: int):
     dest = _destination(mm2, length - dest_room, "queue")        # no character to escape
     text = format_command("subscribe", (("destination", dest),))

@@ -187,6 +187,25 @@ def test_handshake_and_frames_split_and_pipelined(mm2, chunks):
     mm2.barrier(conn)
 
 
+@pytest.mark.requirement("MM2-HS-012", "MM2-FRAME-005")
+@pytest.mark.parametrize("chunks", [1, 3, 7])
+def test_handshake_and_send_split_and_pipelined(mm2, chunks):
+    """The same without pubsub: a SEND in the final handshake's write (both split into
+    ``chunks``) is read, as its ack proves (a window of one)."""
+    window = mm2.window_extension(1)
+    conn = mm2.open()
+    conn.send(mm2.offer(required=window), chunks=chunks)
+    reply = mm2.reply(conn)
+    queue = mm2.destination("queue")
+    offered = mm2.offer(required=window)
+    final = Handshake("wirecheck", tuple(offered.required) + tuple(
+        e for e in reply.required if e.name not in offered.names()), ())
+    conn.ids = {e.name: i for i, e in enumerate(final.required, 1)}
+    conn.send(final, codec.Message(1, queue, b"hello"), chunks=chunks)
+    conn.sent = 1
+    assert mm2.expect_acks(conn, 1, "the ack of a SEND in the same write as the final handshake") == [1]
+
+
 @pytest.mark.requirement("MM2-ERR-001", "MM2-HS-005")
 def test_error_frame_layout(mm2):
     conn = mm2.open()
