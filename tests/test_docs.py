@@ -93,8 +93,17 @@ def test_the_report_links_requirements_to_their_anchors(site):
 
 def test_the_docs_url_setting(monkeypatch, tmp_path):
     monkeypatch.delenv(report_html.DOCS_URL_ENV, raising=False)
-    # a checkout (mkdocs.yml beside the package): its built site
-    assert report_html.docs_url() == (ROOT / "site").as_uri() + "/"
+    # a checkout (mkdocs.yml beside the package): its built site, once built; never a path
+    # that does not exist
+    built = (ROOT / "site" / "requirements").is_dir()
+    assert report_html.docs_url() == ((ROOT / "site").as_uri() + "/" if built else "")
+    monkeypatch.setattr(report_html, "__file__", str(tmp_path / "wirecheck" / "conformance" / "report_html.py"))
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\n")
+    assert report_html.docs_url() == ""                     # a checkout whose site was not built
+    (tmp_path / "site" / "requirements").mkdir(parents=True)
+    assert report_html.docs_url() == (tmp_path / "site").as_uri() + "/"
+    monkeypatch.undo()
+    monkeypatch.delenv(report_html.DOCS_URL_ENV, raising=False)
     monkeypatch.setenv(report_html.DOCS_URL_ENV, "https://docs.example.org/wirecheck")
     assert report_html.docs_url() == "https://docs.example.org/wirecheck/"
     monkeypatch.setenv(report_html.DOCS_URL_ENV, "")

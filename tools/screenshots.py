@@ -4,7 +4,8 @@ Runs the BlipMQ suite against a reference broker with one planted defect (it ans
 topic with NACK 401 instead of 400: tests/faulty_targets.py ``WrongNackCode``), writes the HTML
 report, and takes two pictures of it with the headless Chromium ``make browser`` installs:
 
-- ``docs/images/report.png``: the top of the report (runs, summary, the requirement table);
+- ``docs/images/report.png``: the top of the report (runs, summary, the requirement table) in a
+  1400 px window; ``docs/images/report-phone.png``: the same in a 400 px one (a phone);
 - ``docs/images/transcript.png``: the first failing case, scrolled to, with its transcript.
 
 The pictures are committed; take them again when the report's look changes.
@@ -105,13 +106,14 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp)
         report = run_suite(tmp)
         page = report.read_text(encoding="utf-8")
-        shoot(browser, report.as_uri(), out / "report.png", "1600,1000", tmp / "profile")
+        shoot(browser, report.as_uri(), out / "report.png", "1400,1000", tmp / "profile")
+        shoot(browser, report.as_uri(), out / "report-phone.png", "400,900", tmp / "profile")
         # The failing case alone, with the report's own styles: a page scrolled to it would
         # show the sticky filter bar over it, and its place changes with the report's length.
         case = tmp / "case.html"
         case.write_text(failing_case(page), encoding="utf-8")
         shoot(browser, case.as_uri(), out / "transcript.png", "1280,720", tmp / "profile")
-    for name in ("report.png", "transcript.png"):
+    for name in ("report.png", "report-phone.png", "transcript.png"):
         print(f"wrote {out / name}")
     return 0
 

@@ -51,15 +51,15 @@ DOCS_URL_ENV = "WIRECHECK_DOCS_URL"
 def docs_url() -> str:
     """The base address of the documentation site (docs/start/reports.md, "Requirement links
     into this site"): ``$WIRECHECK_DOCS_URL`` (empty: no links); else, when the kit runs from a
-    checkout (``mkdocs.yml`` beside the package), the checkout's built site (``make docs``);
-    else "" (an installed kit knows of no site)."""
+    checkout (``mkdocs.yml`` beside the package), the checkout's built site, once built (``make
+    docs``); else "" (an installed kit knows of no site, and an unbuilt one none yet)."""
     value = os.environ.get(DOCS_URL_ENV)
     if value is not None:
         value = value.strip()
         return value if not value or value.endswith("/") else value + "/"
     checkout = Path(__file__).resolve().parents[2]
-    if (checkout / "mkdocs.yml").is_file():
-        return (checkout / "site").as_uri() + "/"
+    if (checkout / "mkdocs.yml").is_file() and (checkout / "site" / "requirements").is_dir():
+        return (checkout / "site").as_uri() + "/"       # built (make docs): never a path that is not there
     return ""
 
 
@@ -77,7 +77,10 @@ _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1b1f24;background:#fafafa}
 header{background:#1b1f24;color:#fff;padding:12px 20px}header h1{margin:0;font-size:20px}
 main{padding:12px 20px}section{margin-bottom:28px}h2{border-bottom:2px solid #ddd;padding-bottom:4px}
-table{border-collapse:collapse;margin:6px 0 12px;background:#fff}
+table{border-collapse:collapse;margin:6px 0 12px;background:#fff;display:block;overflow-x:auto;max-width:100%}
+tr.notes td{font-size:13px;color:#57606a;border-top:none}
+@media (max-width:700px){body{font-size:13px}main{padding:8px 6px}header{padding:8px 6px}
+td,th{padding:2px 4px}.wire{font-size:11px}#filters{padding:4px 6px}}
 td,th{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
 tr.req td:first-child{white-space:nowrap}
 th{background:#f0f0f0}.num{text-align:right}
@@ -143,7 +146,8 @@ def render(runs: list[Run], title: str = "wirecheck compliance report", campaign
                        | {p for a in analyses for p in a.protocols})
     links = (f" &middot; <a href='#fuzzing'>{len(campaigns)} fuzz campaign(s)</a>" if campaigns else "") + (
         f" &middot; <a href='#captures'>{len(analyses)} capture analysis(es)</a>" if analyses else "")
-    out = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>"
+    out = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+           f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{_e(title)}</title>"
            f"<style>{_CSS}</style></head><body>",
            f"<header><h1>{_e(title)}</h1><div>generated {_e(time.strftime('%Y-%m-%d %H:%M:%S %Z'))}"
            f" &middot; {len(runs)} run(s) &middot; {len(protocols)} protocol(s){links}</div></header>",
@@ -210,7 +214,11 @@ def _runs_table(runs: list[Run]) -> str:
 
 
 def _summary(runs: list[Run], protocols: list[str]) -> str:
-    head = "".join(f"<th>{_e(v)}</th>" for v in _ORDER)
+    # the verdicts some run has (PASS and FAIL always): eleven columns of zeros push the
+    # coverage off a 1400 px page
+    shown = [v for v in _ORDER if v in (verdicts.PASS, verdicts.FAIL) or any(
+        r.summary.get(p, {}).get("counts", {}).get(v, 0) for r in runs for p in protocols)]
+    head = "".join(f"<th>{_e(v)}</th>" for v in shown)
     rows = []
     for proto in protocols:
         for r in runs:
@@ -220,18 +228,23 @@ def _summary(runs: list[Run], protocols: list[str]) -> str:
             counts, cov = s.get("counts", {}), s.get("coverage", {})
             must, should = cov.get("MUST", [0, 0]), cov.get("SHOULD", [0, 0])
             ok = r.conformant(proto)
-            cells = "".join(f"<td class='num'>{counts.get(v, 0)}</td>" for v in _ORDER)
+            cells = "".join(f"<td class='num'>{counts.get(v, 0)}</td>" for v in shown)
             stale = s.get("stale_waivers", [])
             rows.append(f"<tr data-proto='{_e(proto)}' data-failed='{0 if ok else 1}'><td>"
                         f"<a href='#{_anchor(proto, r.label)}'>{_e(proto)}</a></td><td>{_e(r.label)}</td>"
                         f"<td>{_badge('yes' if ok else 'no')}</td>{cells}"
                         f"<td class='num'>{must[0]}/{must[1]}</td><td class='num'>{should[0]}/{should[1]}</td>"
-                        f"<td class='num'>{cov.get('untestable', 0)}</td>"
-                        f"<td>{_e(', '.join(s.get('failing_requirements', [])))}</td>"
-                        f"<td>{_e(', '.join(stale))}</td></tr>")
+                        f"<td class='num'>{cov.get('untestable', 0)}</td></tr>")
+            # the lists under the row, its whole width: a column of their own squeezed them
+            # into a strip hundreds of pixels tall beside eleven counts
+            notes = [f"<b>not met:</b> {_e(', '.join(s['failing_requirements']))}"] if s.get("failing_requirements") else []
+            notes += [f"<b>stale waivers:</b> {_e(', '.join(stale))}"] if stale else []
+            if notes:
+                rows.append(f"<tr class='notes' data-proto='{_e(proto)}' data-failed='{0 if ok else 1}'>"
+                            f"<td colspan='{len(shown) + 6}'>{' &middot; '.join(notes)}</td></tr>")
     return ("<section id='summary'><h2>Summary</h2><table><tr><th>protocol</th><th>implementation</th>"
             f"<th>conformant</th>{head}<th>MUST tested</th><th>SHOULD tested</th><th>untestable</th>"
-            "<th>requirements not met</th><th>stale waivers</th></tr>" + "".join(rows) + "</table></section>")
+            "</tr>" + "".join(rows) + "</table></section>")
 
 
 def _matrix(runs: list[Run], protocols: list[str], docs: str = "") -> str:
