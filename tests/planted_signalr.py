@@ -16,8 +16,12 @@ client_results``, ``handshake_timeout``, ``client_timeout`` false) and no test m
 invocation (v1: no invocationId) is answered with a Completion that has no invocationId, as an
 independent hub did. The one rule it breaks is SIGR-INV-007; every value still carries through.
 
-``python tests/planted_signalr.py --port P [--bare | --idless-completions]`` (serves
-``http://127.0.0.1:P/hub``).
+``--silent-refusals``: instead, the reference hub with one defect: a failed handshake (an
+unsupported protocol, a first message that is not a handshake) is closed without the v1 error
+response; only SIGR-HS-005 is broken.
+
+``python tests/planted_signalr.py --port P [--bare | --idless-completions | --silent-refusals]``
+(serves ``http://127.0.0.1:P/hub``).
 """
 from __future__ import annotations
 
@@ -105,10 +109,17 @@ class IdlessCompletionSession(HubSession):
             out.append(IDLESS_COMPLETION[self.protocol])
 
 
+class SilentRefusalSession(HubSession):
+    def _handshake_failed(self, out: list, reason: str) -> None:
+        self._finish()                      # no {"error": ...} first
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--bare", action="store_true", help="no client results, no timers (and no crash)")
+    parser.add_argument("--silent-refusals", action="store_true",
+                        help="failed handshakes closed without the error response (and no crash)")
     parser.add_argument("--idless-completions", action="store_true",
                         help="non-blocking invocations answered by a Completion without id (and no crash)")
     args = parser.parse_args()
@@ -119,6 +130,8 @@ def main() -> None:
         options = {"handshake_timeout": 1e9, "client_timeout": 1e9}
     elif args.idless_completions:
         broker.HubSession = IdlessCompletionSession
+    elif args.silent_refusals:
+        broker.HubSession = SilentRefusalSession
     else:
         broker.HubSession = SplitCrashSession        # the class the hub makes its sessions from
     server = ThreadedServer(broker.make_broker(port=args.port, raw_port=0, **options)).start()

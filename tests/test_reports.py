@@ -202,3 +202,15 @@ def test_a_breach_fails_only_the_requirement_it_names(tmp_path):
     assert sorted(p["requirement"] for p in problems(run)) == ["BLIP-HELLO-003", "BLIP-PING-001"]
     from wirecheck.conformance.report_html import render
     assert "requirements BLIP-FRAME-001, BLIP-HELLO-003; broke BLIP-HELLO-003)" in render([run], docs="")
+
+
+def test_a_requirement_only_unimplemented_tests_name_is_not_tested(tmp_path):
+    """Coverage counts a requirement tested only when a test of it ran to its check: one whose
+    only test is UNIMPLEMENTED (the profile says the feature is absent) tested nothing."""
+    result, doc = run_scratch_suite(
+        tmp_path, "import pytest\nfrom wirecheck.conformance.verdicts import unimplemented\n\n"
+        "@pytest.mark.requirement('BLIP-PING-001')\ndef test_absent():\n    unimplemented('pings')\n\n"
+        "@pytest.mark.requirement('BLIP-PUB-002')\ndef test_present():\n    pass\n")
+    assert result.returncode == 0, result.stdout
+    assert doc["summary"]["blipmq"]["coverage"]["MUST"][0] == 1, doc["summary"]["blipmq"]["coverage"]
+    assert doc["summary"]["blipmq"]["unimplemented_requirements"] == ["BLIP-PING-001"]

@@ -19,15 +19,18 @@ ROOT = Path(__file__).resolve().parents[1]
 SELECT = "carry_through or binary_length or nonblocking or test_string_length"
 
 
-def test_an_idless_completion_is_charged_to_inv_007_alone(tmp_path):
+def _against(tmp_path, plant: str, select: str):
     report = tmp_path / "r.json"
     got = subprocess.run(
         [sys.executable, "-m", "wirecheck", "check", "--protocol", "signalr", "--target", "http://127.0.0.1:0/hub",
-         "--target-command",
-         f"{sys.executable} {ROOT / 'tests' / 'planted_signalr.py'} --port {{port}} --idless-completions",
-         "--report", str(report), "--timeout", "2", "--", "-k", SELECT],
+         "--target-command", f"{sys.executable} {ROOT / 'tests' / 'planted_signalr.py'} --port {{port}} {plant}",
+         "--report", str(report), "--timeout", "2", "--", "-k", select],
         cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    doc = json.loads(report.read_text())
+    return got, json.loads(report.read_text())
+
+
+def test_an_idless_completion_is_charged_to_inv_007_alone(tmp_path):
+    got, doc = _against(tmp_path, "--idless-completions", SELECT)
     summary = doc["summary"]["signalr"]
     assert got.returncode == 1, got.stdout[-3000:]
     assert summary["failing_requirements"] == ["SIGR-INV-007"], (summary["failing_requirements"], got.stdout[-3000:])
@@ -51,3 +54,18 @@ def test_an_idless_completion_is_charged_to_inv_007_alone(tmp_path):
                   ((rid, [t["verdict"] for t in doc["tests"] if rid in t["requirements"] and not t.get("broke")])
                    for rid in ("SIGR-JSON-005", "SIGR-MSGPACK-005"))}
     assert all(v and set(v) == {"PASS"} for v in verdict_of.values()), verdict_of
+
+
+def test_a_refusal_without_the_error_response_is_charged_to_hs_005_alone(tmp_path):
+    """A hub that closes a failed handshake without ``{"error": ...}`` (--silent-refusals): the
+    handshake tests and the state machines' probes agree on what that breaks: SIGR-HS-005 alone,
+    not SIGR-HS-003 (it closed, as it must), nor the protocol or version tests' own IDs."""
+    got, doc = _against(tmp_path, "--silent-refusals", "test_handshake or invocation_lifecycles")
+    summary = doc["summary"]["signalr"]
+    assert got.returncode == 1 and summary["failing_requirements"] == ["SIGR-HS-005"], got.stdout[-3000:]
+    failed = {t["nodeid"].split("::")[-1]: t for t in doc["tests"] if t["verdict"] == "FAIL"}
+    assert {n.split("[")[0] for n in failed} >= {"test_first_message_not_a_handshake_closes",
+                                                 "test_unsupported_protocol_is_refused_and_closed",
+                                                 "test_invocation_lifecycles"}, sorted(failed)
+    assert all(t["broke"] == ["SIGR-HS-005"] for t in failed.values()), failed
+    assert "Breach" not in got.stdout      # the lines say what broke, not the exception's class

@@ -21,7 +21,7 @@ MIN_TESTS = 2
 #: Characters of a cause kept.
 CAUSE_CHARS = 240
 
-_PREFIX = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:Target\w*|AssertionError|BudgetSpent)\s*:\s*")
+_PREFIX = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:Target\w*|AssertionError|BudgetSpent|Breach)\s*:\s*")
 #: What a verdict adds in front (a collateral failure is the same cause as its breach's own test).
 _NON_STRICT = re.compile(r"^(?:(?:NON-STRICT|WAIVED|collateral):\s*)+")
 _AT_BYTE = re.compile(r"\s+at byte \d+")

@@ -532,7 +532,8 @@ class ResultCollector:
                           # target was down, or a feature is absent, tested nothing; one that
                           # failed on another requirement's breach stopped before it)
                           "coverage": verdicts.coverage(cat, {rid for rid, tests in by_id[proto].items()
-                                                              if any(t["verdict"] != verdicts.SKIPPED
+                                                              if any(t["verdict"] not in (verdicts.SKIPPED,
+                                                                                          verdicts.UNIMPLEMENTED)
                                                                      and (not t.get("broke") or rid in t["broke"])
                                                                      for t in tests)}),
                           "failing_requirements": having(*broken),

@@ -72,11 +72,14 @@ class MM2:
 
     def window_extension(self, size: int) -> str:
         """An ack extension with a window of ``size``: ``batch-ack:max-count=N``, or where the
-        target has no batch-ack and reads ``ack`` as SharpMessaging does, ``ack:MessagesPerAck=N``."""
+        target has no batch-ack and reads ``ack`` as SharpMessaging does, ``ack:MessagesPerAck=N``;
+        without either, for a window of one, the document's plain ``ack`` (as the barrier)."""
         if self.has("batch_ack"):
             return f"batch-ack:max-count={size}"
         if self.reading == "sharpmessaging":
             return f"ack:MessagesPerAck={size}"
+        if size == 1:
+            return "ack"                # the document's ack: every message acked, a window of one
         self.needs("batch_ack")
 
     def _check_extensions(self, *lists) -> None:
