@@ -4,8 +4,8 @@ run against any hub through a driver.
 The model is what the document requires of a Callee ("Invocations", "Streaming", "Completion
 and results", "Non-Blocking Invocations"): one Completion per blocking call with its result,
 void or error; nothing for a non-blocking call; each stream item in its own StreamItem, in
-order, then the end; client streams (v1) collecting items until their Completion; an id still
-in use refused (v1) while a finished one may be reused. Every step sends its messages followed
+order, then the end; client streams (v1) collecting items until their Completion; a stream started with an id
+still in use refused (v1) while a finished one may be reused. Every step sends its messages followed
 by an Echo barrier and receives everything up to the barrier's Completion, so "no answer" is
 proven, not waited for (the hub answers in order, as today's servers do with one invocation at
 a time). :class:`SessionDriver` runs the reference :class:`HubSession` in memory;
@@ -387,7 +387,8 @@ class HubMachine(RuleBasedStateMachine):
         iid, sid = upload
         if sid not in self.open_uploads:
             return
-        self.expect([Invocation("Echo", ["dup"], iid)],
+        # v1 (ASP.NET Core): a stream started with an id still in use is refused
+        self.expect([StreamInvocation(iid, "Counter", [1, 0])],
                     [Completion.with_error(iid, f"Invocation ID '{iid}' is already in use.")])
 
     @rule(data=st.data())

@@ -93,7 +93,8 @@ class InvocationBook:
     def peer_invocation(self, invocation_id: Optional[str], active: bool = False) -> None:
         """The peer starts an invocation. Draft: any reuse of an id is an error ("an Invocation
         ID that has already been used by that endpoint"); v1 servers only refuse an id still
-        in use, which ``active`` says."""
+        in use, and only to a call that starts a stream (ASP.NET Core's dispatcher checks it
+        there alone): the caller says so with ``active``."""
         if invocation_id is None:
             return
         if invocation_id in self._peer_ids and (self.profile == "draft" or active):

@@ -252,7 +252,9 @@ class HubSession:
         draft = self.profile == "draft"
         reply = (lambda text: None) if nonblocking else (lambda text: out.append(self._failure(iid, text)))
         try:
-            self.book.peer_invocation(iid, active=iid in self._streams or self._uploading(iid))
+            # v1 (ASP.NET Core): only starting a stream checks that the id is not in use
+            self.book.peer_invocation(iid, active=(draft or streaming_request)
+                                      and (iid in self._streams or self._uploading(iid)))
         except HubProtocolError:
             if draft:
                 raise
