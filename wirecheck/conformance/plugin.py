@@ -570,7 +570,7 @@ class ResultCollector:
     #: Tests re-run to find who grew the target's memory or descriptors, at most (the largest).
     MAX_HEALTH_RERUNS = 8
     #: Tests that ran while a spin went on, measured in groups (health.py), at most (the first).
-    MAX_SPIN_DURING = 64
+    MAX_SPIN_DURING = 128
 
     def _blame_health(self) -> None:
         """With --target-command: the tests a spin began with, and those during which the
