@@ -214,3 +214,21 @@ def test_a_requirement_only_unimplemented_tests_name_is_not_tested(tmp_path):
     assert result.returncode == 0, result.stdout
     assert doc["summary"]["blipmq"]["coverage"]["MUST"][0] == 1, doc["summary"]["blipmq"]["coverage"]
     assert doc["summary"]["blipmq"]["unimplemented_requirements"] == ["BLIP-PING-001"]
+
+
+def test_distinct_failures_of_one_test_are_each_reported_with_what_they_broke(tmp_path):
+    """hypothesis's "found 2 distinct failures" (an ExceptionGroup) is not one opaque FAIL: the
+    message lists each failure with the requirements it names, the result keeps them apart, and
+    the test is charged with those requirements."""
+    result, doc = run_scratch_suite(
+        tmp_path, "import pytest\nfrom wirecheck.conformance.verdicts import Breach\n\n"
+        "@pytest.mark.requirement('BLIP-PUB-002', 'BLIP-PING-001', 'BLIP-FRAME-001')\ndef test_two():\n"
+        "    raise ExceptionGroup('found 2 distinct failures', [Breach('wrong NACK code', 'BLIP-PUB-002'),\n"
+        "                                                      Breach('no PONG', 'BLIP-PING-001')])\n")
+    assert result.returncode == 1, result.stdout
+    (test,) = doc["tests"]
+    assert test["failures"] == [{"message": "wrong NACK code", "requirements": ["BLIP-PUB-002"]},
+                                {"message": "no PONG", "requirements": ["BLIP-PING-001"]}], test
+    assert test["message"].startswith("2 distinct failures: (1) wrong NACK code [BLIP-PUB-002]; (2) no PONG"), test
+    assert sorted(test["broke"]) == ["BLIP-PING-001", "BLIP-PUB-002"]
+    assert doc["summary"]["blipmq"]["failing_requirements"] == ["BLIP-PING-001", "BLIP-PUB-002"]

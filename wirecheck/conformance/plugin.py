@@ -387,6 +387,9 @@ def pytest_runtest_makereport(item, call):
     if verdict != verdicts.PASS and getattr(exc, "expected", None):
         # The outcomes the test accepted, and what came instead, for the report.
         report.sections.append(("wirecheck outcome", json.dumps({"expected": exc.expected, "actual": exc.actual})))
+    if verdict != verdicts.PASS and isinstance(exc, BaseExceptionGroup):
+        # hypothesis found several distinct failures: each is reported with what it broke
+        report.sections.append(("wirecheck failures", json.dumps(verdicts.distinct_failures(exc))))
     if verdict != verdicts.PASS and tgt is not None and tgt.transcripts:
         text, wire = attached_transcripts(item.config, tgt)
         report.sections.append(("wirecheck transcript", text))
@@ -490,6 +493,12 @@ class ResultCollector:
             else:
                 entry.pop("broke", None)
             entry["message"] = verdicts.message(report)
+            failures = json.loads(sections.get("wirecheck failures", "[]"))
+            if failures:
+                entry["failures"] = failures
+                entry["message"] = f"{len(failures)} distinct failures: " + "; ".join(
+                    f"({i}) {f['message']}" + (f" [{', '.join(f['requirements'])}]" if f["requirements"] else "")
+                    for i, f in enumerate(failures, 1))
             if verdicts.collateral(entry):
                 # charged to what it broke (the IDs the report shows beside it), not its own
                 entry["message"] = "collateral: " + causes.without_class(entry["message"])

@@ -108,6 +108,17 @@ def broken_ids(exc: BaseException | None, ids: list[str]) -> list[str]:
     return list(dict.fromkeys(i for group in named for i in group))
 
 
+def distinct_failures(group: BaseException) -> list[dict]:
+    """Each failure of a group (hypothesis's "found N distinct failures"): its first line, and
+    the requirements it names (a :class:`Breach`; [] for one that names none)."""
+    out = []
+    for leaf in _leaves(group):
+        text = str(leaf).strip()
+        first = text.splitlines()[0] if text else type(leaf).__name__
+        out.append({"message": first[:300], "requirements": list(getattr(leaf, "requirements", None) or ())})
+    return out
+
+
 def collateral(result: dict) -> list[str]:
     """The requirements a failed test (its JSON result) was charged with that it does not check."""
     return [i for i in result.get("broke") or () if i not in result.get("requirements", ())]
