@@ -98,7 +98,10 @@ def run_suite(plant: str, workers: str, select: str | None, folder: Path, quick:
     return {"returncode": got.returncode, "elapsed_s": round(elapsed, 1),
             "verdicts": {t["nodeid"]: t["verdict"] for t in doc["tests"]},
             "messages": {t["nodeid"]: t["message"] for t in doc["tests"] if t["verdict"] == "CRASH"},
-            "crashes": doc["summary"][protocol]["crashes"]}
+            "crashes": doc["summary"][protocol]["crashes"],
+            # what the spin watch saw and what the measures charged: why a run missed a test
+            "health": {k: doc["summary"][protocol].get("target_health", {}).get(k)
+                       for k in ("spins", "charged", "idle_checks")}}
 
 
 def problems(plant: str, runs: list[dict], quick: bool = False) -> list[str]:
@@ -115,7 +118,8 @@ def problems(plant: str, runs: list[dict], quick: bool = False) -> list[str]:
             out.append(f"run {i}: CRASH {sorted(crashed)}, expected {sorted(expected)}")
         charged = {t for t, v in run["verdicts"].items() if v == "NON-STRICT"}
         if charged != PLANTS[plant].get("charged", set()):
-            out.append(f"run {i}: NON-STRICT {sorted(charged)}, expected {sorted(PLANTS[plant].get('charged', []))}")
+            out.append(f"run {i}: NON-STRICT {sorted(charged)}, expected {sorted(PLANTS[plant].get('charged', []))}"
+                       f"; the target's health: {json.dumps(run.get('health'))[:4000]}")
         if run["returncode"] != (1 if expected else 0):
             out.append(f"run {i}: exit status {run['returncode']}, expected {1 if expected else 0}")
         if run["verdicts"] != first:

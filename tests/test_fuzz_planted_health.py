@@ -49,3 +49,18 @@ def test_memory_kept_for_good_is_a_growth_finding(tmp_path):
     # each of the three rounds of the same connection kept about 32 MiB more
     rises = [int(x) for x in found["reason"].split("[")[1].split("]")[0].split(",")]
     assert len(rises) == 3 and all(r >= 24 for r in rises), found["reason"]
+
+
+def test_a_growth_lead_points_at_the_latest_large_rise(monkeypatch):
+    """Two inputs that each keep 32 MiB rise by amounts that differ by noise; the lead's moment
+    is the later one (the campaign may no longer hold the connections before the earlier): a CI
+    run filed "growth: ?" with nothing to replay when the first rise was the larger."""
+    from wirecheck.fuzz import live_health
+    watch = live_health.HealthWatch()
+    kb = iter([100_000, 133_000, 133_500, 166_000])
+    monkeypatch.setattr(live_health.health, "resources", lambda pgid: {"rss_kb": next(kb), "fds": 5})
+    clock = iter([10.0, 20.0, 30.0, 40.0])
+    monkeypatch.setattr(live_health.time, "time", lambda: next(clock))
+    leads = [watch._growth(1) for _ in range(4)]
+    assert leads[:3] == [None, None, None]
+    assert leads[3].kind == "growth" and leads[3].until == 40.0, leads[3]

@@ -253,7 +253,9 @@ class LiveFuzzer:
                 live_findings.save(self, known)
                 self.restart_target()
                 return True
-            candidates = [s for s in self.history if s.started <= lead.until]
+            # (none left before the lead's moment: the campaign's history no longer holds them,
+            # and what it holds is tried rather than nothing)
+            candidates = [s for s in self.history if s.started <= lead.until] or list(self.history)
             self.attribute(Event(lead.kind, lead.key or f"{lead.kind}: ?", lead.detail), candidates, [])
         return True
 

@@ -107,9 +107,13 @@ class HealthWatch:
         if rss < MEMORY_SUSPECT_KB and fds < FD_SUSPECT:
             return None
         what = "rss_kb" if rss >= MEMORY_SUSPECT_KB else "fds"
-        # the reading after the largest rise: the connections sent before it hold the cause
+        # the reading after the latest large rise (at least half the largest): the connections
+        # sent before it hold the cause. Not the largest alone: two rises of one input differ by
+        # noise, and the campaign keeps only its last connections (live.MAX_HISTORY), so an
+        # early rise's connections may be gone while a later one's are there.
         steps = [(b[what] - a[what], t) for (_, a), (t, b) in zip(self.readings, self.readings[1:])]
-        until = max(steps)[1] if steps else wall
+        largest = max((rise for rise, _ in steps), default=0)
+        until = max((t for rise, t in steps if rise >= largest / 2), default=wall) if largest > 0 else wall
         detail = (f"resident memory {rss // 1024} MiB above the first reading after the start" if what == "rss_kb"
                   else f"{fds} open descriptors more than after the start")
         return Lead("growth", detail, until)
