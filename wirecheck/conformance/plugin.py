@@ -493,15 +493,10 @@ class ResultCollector:
             else:
                 entry.pop("broke", None)
             entry["message"] = verdicts.message(report)
-            failures = json.loads(sections.get("wirecheck failures", "[]"))
-            if failures:
-                entry["failures"] = failures
-                entry["message"] = f"{len(failures)} distinct failures: " + "; ".join(
-                    f"({i}) {f['message']}" + (f" [{', '.join(f['requirements'])}]" if f["requirements"] else "")
-                    for i, f in enumerate(failures, 1))
-            if verdicts.collateral(entry):
-                # charged to what it broke (the IDs the report shows beside it), not its own
-                entry["message"] = "collateral: " + causes.without_class(entry["message"])
+            entry.pop("failures", None)
+            if "wirecheck failures" in sections:         # hypothesis's several distinct failures
+                entry["failures"] = json.loads(sections["wirecheck failures"])
+            entry["message"] = verdicts.result_message(entry)
             entry["transcript"] = sections.get("wirecheck transcript", "")
             entry["wire"] = json.loads(sections.get("wirecheck wire", "[]"))
             outcome = json.loads(sections.get("wirecheck outcome", "{}"))

@@ -119,6 +119,19 @@ def distinct_failures(group: BaseException) -> list[dict]:
     return out
 
 
+def result_message(result: dict) -> str:
+    """A failed result's message as the reports show it: several distinct failures listed each
+    with the IDs it names; a collateral failure (charged to what it broke, the IDs shown beside
+    it, not its own) says so first, without the exception's class."""
+    message = result["message"]
+    if result.get("failures"):
+        message = f"{len(result['failures'])} distinct failures: " + "; ".join(
+            f"({i}) {f['message']}" + (f" [{', '.join(f['requirements'])}]" if f["requirements"] else "")
+            for i, f in enumerate(result["failures"], 1))
+    from wirecheck.conformance.causes import without_class
+    return "collateral: " + without_class(message) if collateral(result) else message
+
+
 def collateral(result: dict) -> list[str]:
     """The requirements a failed test (its JSON result) was charged with that it does not check."""
     return [i for i in result.get("broke") or () if i not in result.get("requirements", ())]
