@@ -65,16 +65,22 @@ def test_a_spinning_thread_counts_fully_on_a_machine_with_every_core_busy():
     import time
 
     from wirecheck.conformance import target_health as th
-    code = ("import sys, threading, time\n"
-            "def spin():\n    print('spinner', threading.get_native_id(), flush=True)\n    while True: pass\n"
-            "def sleep():\n    print('sleeper', threading.get_native_id(), flush=True)\n    time.sleep(60)\n"
+    # The main thread prints both ids in one line once both threads have them: two threads'
+    # print() calls may interleave their words and newlines.
+    code = ("import threading, time\n"
+            "ids, ready = {}, threading.Barrier(3)\n"
+            "def spin():\n    ids['spinner'] = threading.get_native_id(); ready.wait()\n    while True: pass\n"
+            "def sleep():\n    ids['sleeper'] = threading.get_native_id(); ready.wait()\n    time.sleep(60)\n"
             "threading.Thread(target=spin, daemon=True).start()\n"
             "threading.Thread(target=sleep, daemon=True).start()\n"
+            "ready.wait()\n"
+            "print(' '.join(f'{k} {v}' for k, v in ids.items()), flush=True)\n"
             "time.sleep(60)\n")
     target = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE, text=True)
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
     try:
-        tids = dict(target.stdout.readline().split() for _ in range(2))
+        words = target.stdout.readline().split()
+        tids = dict(zip(words[::2], words[1::2]))
         time.sleep(0.5)
         before, t0 = th.thread_times(target.pid), time.monotonic()
         time.sleep(1.5)
