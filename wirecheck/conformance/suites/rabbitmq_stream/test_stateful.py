@@ -21,7 +21,7 @@ from wirecheck.conformance.strategies.rabbitmq_stream_drivers import WireDriver
 from wirecheck.conformance.strategies.rabbitmq_stream_machine import StreamMachine
 from wirecheck.conformance.strategies.wire_settings import run_machine, wire_settings
 
-WIRE = wire_settings(15, 30, derandomize=True)
+WIRE = wire_settings(15, 30)
 
 
 class MustMachine(StreamMachine):
