@@ -607,6 +607,13 @@ class WebSocketConnection(Connection):
         super().close()
 
 
+def _breach_by(rule_of: Callable[[FrameError], str]) -> Callable[[FrameError], tuple[tuple[str, ...], str]]:
+    def breach_of(error: FrameError) -> tuple[tuple[str, ...], str]:
+        rule = rule_of(error)
+        return ((rule,) if rule else ()), ""
+    return breach_of
+
+
 class Target:
     """Where the suite connects: host and port, plus what it needs to speak to it. ``url``:
     a ``ws://``/``http://`` address when the target is reached through HTTP + WebSocket."""
@@ -639,6 +646,9 @@ class Target:
             raise TargetClosed(f"cannot connect to {self.host}:{self.port}: {exc}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = Connection(sock, self.spec, self.timeout, transcript, decoder, encode, self.budget)
+        rules = getattr(self.spec, "server_frame_rules", "")
+        if rules:
+            conn.breach_of = _breach_by(self.spec.load("server_frame_rules"))
         self.connections.append(conn)
         return conn
 

@@ -35,4 +35,5 @@ SPEC = registry.register(registry.ProtocolSpec(
     },
     liveness="wirecheck.reference_impl.blipmq.probe:liveness_probe",
     observer="wirecheck.reference_impl.blipmq.observer:BlipObserver",
+    server_frame_rules="wirecheck.reference_impl.blipmq.observer:server_frame_requirement",
 ))

@@ -73,6 +73,26 @@ PAYLOAD_RULES = {
     FrameType.PONG: "BLIP-PING-001",
     FrameType.POLL: "BLIP-POLL-001",
 }
+#: A frame from the server that does not decode, by category: the rule its sender broke. Not
+#: FRAMING's (BLIP-FRAME-002/003 bind the server as the receiver: it must close); a type the
+#: server never sends has no catalogue ID ("").
+SENT_BY_SERVER = {
+    Category.LENGTH_TOO_SMALL: "BLIP-FRAME-004",      # "Must be >= 1 + 8 and <= 16 MiB"
+    Category.LENGTH_TOO_LARGE: "BLIP-FRAME-004",
+    Category.UNKNOWN_TYPE: "",
+}
+
+
+def server_frame_requirement(error) -> str:
+    """The rule a frame the server sent that does not decode breaks (the live suites'
+    target.Connection.breach_of): its length's, else its payload format's by frame type."""
+    category = Category(getattr(error.category, "value", error.category))
+    if category in SENT_BY_SERVER:
+        return SENT_BY_SERVER[category]
+    word = error.message.split(" ", 1)[0]
+    return PAYLOAD_RULES.get(FrameType.__members__.get(word), "BLIP-FRAME-001")
+
+
 #: What the server sends ("Frame Types": Server -> Client or Both); the rest it never sends,
 #: which has no catalogue ID, so such frames are left alone.
 SERVER_TYPES = frozenset({FrameType.ACK, FrameType.NACK, FrameType.PONG, FrameType.PUBLISH})

@@ -56,6 +56,11 @@ class ProtocolSpec:
     #: keep-alive and timeouts are server settings, 15-30 s by default). A target the user
     #: names keeps its profile's timing.
     embedded_timing: dict = field(default_factory=dict)
+    #: ``"module:function"``: ``function(FrameError) -> str``, the rule a frame the server sent
+    #: that does not decode breaks ("" none): a live suite charges that rule, at its level, not
+    #: the test's own (conformance/target.py Connection.breach_of). Empty: the suite's conftest
+    #: decides (SignalR, Micromessage2: it depends on the connection's state).
+    server_frame_rules: str = ""
 
     def capture_decoder(self, **kwargs):
         return (self.make_capture_decoder or self.make_decoder)(**kwargs)

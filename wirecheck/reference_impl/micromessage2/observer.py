@@ -89,6 +89,19 @@ FRAMING = {
     Category.TRUNCATED: "MM2-FRAME-001",         # the sender closed inside a frame
 }
 
+def frame_requirement(error, in_handshake: bool) -> str:
+    """The rule a frame that does not decode breaks, by the part the decoder was reading, then
+    its category; ``in_handshake``: the sender's handshake was still due (the observer's and
+    the live suites' reading: target.Connection.breach_of)."""
+    category = Category(getattr(error.category, "value", error.category))
+    if in_handshake:
+        by_part, by_category, default = HANDSHAKE_FRAMING_BY_PART, HANDSHAKE_FRAMING, HANDSHAKE_FRAMING_DEFAULT
+    else:
+        by_part, by_category, default = FRAMING_BY_PART, FRAMING, ""
+    requirement = by_part.get(error.part)
+    return requirement if requirement is not None else by_category.get(category, default)
+
+
 #: The window rule a pusher breaks, by the agreed ack extension ("Reliable messaging").
 WINDOW_RULES = {ACK: "MM2-ACK-002", BATCH_ACK: "MM2-ACK-003"}
 DEFAULT_WINDOW_RULE = "MM2-ACK-004"
@@ -388,13 +401,8 @@ class MM2Observer(Observer):
     # -- framing ---------------------------------------------------------------------------------
 
     def _framing_requirement(self, direction, error) -> str:
-        category = Category(getattr(error.category, "value", error.category))
-        if self.handshakes[direction] < HANDSHAKES[direction] and not self._gave_up(direction):
-            by_part, by_category, default = HANDSHAKE_FRAMING_BY_PART, HANDSHAKE_FRAMING, HANDSHAKE_FRAMING_DEFAULT
-        else:
-            by_part, by_category, default = FRAMING_BY_PART, FRAMING, ""
-        requirement = by_part.get(error.part)
-        return requirement if requirement is not None else by_category.get(category, default)
+        return frame_requirement(error, self.handshakes[direction] < HANDSHAKES[direction]
+                                 and not self._gave_up(direction))
 
     def _gave_up(self, direction) -> bool:
         """An ERROR instead of a handshake ends that side's handshake (the decoder reads

@@ -49,4 +49,5 @@ SPEC = registry.register(registry.ProtocolSpec(
     default_profile="current",
     liveness="wirecheck.reference_impl.rabbitmq_stream.probe:liveness_probe",
     observer="wirecheck.reference_impl.rabbitmq_stream.observer:StreamObserver",
+    server_frame_rules="wirecheck.reference_impl.rabbitmq_stream.observer:server_frame_requirement",
 ))

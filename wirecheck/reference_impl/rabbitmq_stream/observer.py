@@ -136,6 +136,17 @@ OWED_AFTER_BAD_BODY = ("RMQS-FRAME-013", Code.UNKNOWN_FRAME, False)
 CAPTURE_FRAME_LIMIT = codec.StreamConfig().max_frame_size
 
 
+def server_frame_requirement(error) -> str:
+    """The rule a frame the server sent that does not decode breaks (target.Connection.breach_of;
+    "": the kit's limit, above which only an agreed frame_max the live decoder does not hold
+    would make a breach)."""
+    category = Category(getattr(error.category, "value", error.category))
+    if category is Category.LENGTH_TOO_LARGE:
+        return ""
+    requirement = FRAMING[S2C].get(category, "") or next((r for m, r in CHUNK_FRAMING if m in error.message), "")
+    return requirement or FRAMING_DEFAULT
+
+
 def _profile(name: Optional[str]) -> tuple[frozenset, dict, bool]:
     """(client keys, features, SPEC_NOTES rules apply) of a profile name; unknown names (and
     None) read as the registry's default."""

@@ -64,4 +64,5 @@ SPEC = registry.register(registry.ProtocolSpec(
     default_profile="document",
     liveness="wirecheck.reference_impl.vibemq.probe:liveness_probe",
     observer="wirecheck.reference_impl.vibemq.observer:VibeObserver",
+    server_frame_rules="wirecheck.reference_impl.vibemq.observer:server_frame_requirement",
 ))

@@ -131,6 +131,21 @@ FRAMING = {
     Category.BAD_ENCODING: "VIBE-MSG-001",
     Category.BAD_VALUE: "VIBE-MSG-001",
 }
+#: The same for a frame the server sent (the live suites): rules that bind the sender, not the
+#: receiver's SHOULDs (VIBE-FRAME-004/005/006, VIBE-MSG-006, VIBE-COMP-007 are what a server
+#: does with what it receives).
+SENT_BY_PART = {**FRAMING_BY_PART, "command-type": "VIBE-MSG-001", "bomb": "", "compressed-body": "VIBE-COMP-003"}
+SENT_FRAMING = {**FRAMING, Category.LENGTH_TOO_SMALL: "VIBE-FRAME-001", Category.LENGTH_TOO_LARGE: "",
+                Category.UNKNOWN_TYPE: "VIBE-MSG-001"}
+
+
+def server_frame_requirement(error) -> str:
+    """The rule a frame the server sent that does not decode breaks ("": a bound of the kit's
+    own): target.Connection.breach_of."""
+    requirement = SENT_BY_PART.get(error.part)
+    return requirement if requirement is not None else SENT_FRAMING.get(error.category, "VIBE-FRAME-001")
+
+
 #: How many passed-over requests are kept for a late answer.
 LATE_LIMIT = 1024
 

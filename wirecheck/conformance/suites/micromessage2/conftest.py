@@ -26,6 +26,7 @@ from wirecheck.conformance import verdicts
 from wirecheck.conformance.target import Connection, TargetClosed, TargetError
 from wirecheck.reference_impl.micromessage2 import codec
 from wirecheck.reference_impl.micromessage2.codec import Command, Error, ExtensionFrame, Handshake, Message
+from wirecheck.reference_impl.micromessage2.observer import frame_requirement
 from wirecheck.reference_impl.micromessage2.constants import ACK, BATCH_ACK, JSON, PUBSUB, SEQUENCE_MAX
 from wirecheck.reference_impl.micromessage2.syntax import Extension, parse_extensions
 
@@ -96,6 +97,12 @@ class MM2:
     def open(self, name: str = "", handshakes: int = 1) -> Connection:
         decoder = codec.Decoder(handshakes=handshakes, strict=self.typed)
         conn = self.target.connect(name, decoder=decoder, encode=codec.encode)
+        # a frame of the target's that does not decode: the rule it breaks, by whether its
+        # handshake was still due (the observer's reading)
+        def breach_of(error):
+            rule = frame_requirement(error, decoder.handshakes > 0)
+            return ((rule,) if rule else ()), ""
+        conn.breach_of = breach_of
         conn.acks = []
         conn.ids = {}
         conn.first_seq = None            # the first MESSAGE's sequence number (the target's choice)
