@@ -74,12 +74,12 @@ PAYLOAD_RULES = {
     FrameType.POLL: "BLIP-POLL-001",
 }
 #: A frame from the server that does not decode, by category: the rule its sender broke. Not
-#: FRAMING's (BLIP-FRAME-002/003 bind the server as the receiver: it must close); a type the
-#: server never sends has no catalogue ID ("").
+#: FRAMING's lengths (BLIP-FRAME-002/003 bind the server as the receiver: it must close); a
+#: type byte outside the table is the frame BLIP-FRAME-006 calls an error (it binds both).
 SENT_BY_SERVER = {
     Category.LENGTH_TOO_SMALL: "BLIP-FRAME-004",      # "Must be >= 1 + 8 and <= 16 MiB"
     Category.LENGTH_TOO_LARGE: "BLIP-FRAME-004",
-    Category.UNKNOWN_TYPE: "",
+    Category.UNKNOWN_TYPE: "BLIP-FRAME-006",
 }
 
 
@@ -281,6 +281,11 @@ class BlipObserver(Observer):
 
     def malformed(self, direction, error, index, time) -> None:
         self.blind.add(direction)
+        if direction == S2C:
+            requirement = server_frame_requirement(error)
+            if requirement:
+                self.violate(requirement, direction, index, f"{error.category}: {error.message}")
+            return
         requirement = FRAMING.get(error.category)
         if requirement is None:
             # Payload errors name the frame type first ("HELLO payload must be 2 bytes").

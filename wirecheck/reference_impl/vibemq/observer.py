@@ -245,9 +245,12 @@ class VibeObserver(Observer):
     def malformed(self, direction, error, index, time) -> None:
         self.blind.add(direction)
         text = error.message
-        requirement = FRAMING_BY_PART.get(error.part)
-        if requirement is None:
-            requirement = FRAMING.get(error.category, "VIBE-FRAME-001")
+        if direction == S2C:
+            requirement = server_frame_requirement(error)
+        else:
+            requirement = FRAMING_BY_PART.get(error.part)
+            if requirement is None:
+                requirement = FRAMING.get(error.category, "VIBE-FRAME-001")
         if requirement:
             self.violate(requirement, direction, index, f"{error.category}: {text}")
 
