@@ -223,12 +223,22 @@ def test_distinct_failures_of_one_test_are_each_reported_with_what_they_broke(tm
     result, doc = run_scratch_suite(
         tmp_path, "import pytest\nfrom wirecheck.conformance.verdicts import Breach\n\n"
         "@pytest.mark.requirement('BLIP-PUB-002', 'BLIP-PING-001', 'BLIP-FRAME-001')\ndef test_two():\n"
-        "    raise ExceptionGroup('found 2 distinct failures', [Breach('wrong NACK code', 'BLIP-PUB-002'),\n"
-        "                                                      Breach('no PONG', 'BLIP-PING-001')])\n")
+        "    nack, pong = Breach('wrong NACK code', 'BLIP-PUB-002'), Breach('no PONG', 'BLIP-PING-001')\n"
+        "    for error, step in ((nack, 'state.publish(qos=1)'), (pong, 'state.ping()')):\n"
+        "        for note in ('state = Machine()', step):\n"
+        "            error.add_note(note)\n"
+        "    raise ExceptionGroup('found 2 distinct failures', [nack, pong])\n")
     assert result.returncode == 1, result.stdout
     (test,) = doc["tests"]
-    assert test["failures"] == [{"message": "wrong NACK code", "requirements": ["BLIP-PUB-002"]},
-                                {"message": "no PONG", "requirements": ["BLIP-PING-001"]}], test
+    # each with its own minimal example (the notes hypothesis adds to each failure)
+    assert test["failures"] == [
+        {"message": "wrong NACK code", "requirements": ["BLIP-PUB-002"],
+         "example": "state = Machine()\nstate.publish(qos=1)"},
+        {"message": "no PONG", "requirements": ["BLIP-PING-001"], "example": "state = Machine()\nstate.ping()"}], test
     assert test["message"].startswith("2 distinct failures: (1) wrong NACK code [BLIP-PUB-002]; (2) no PONG"), test
     assert sorted(test["broke"]) == ["BLIP-PING-001", "BLIP-PUB-002"]
     assert doc["summary"]["blipmq"]["failing_requirements"] == ["BLIP-PING-001", "BLIP-PUB-002"]
+    from wirecheck.conformance.report_html import render
+    from wirecheck.conformance.results import load_run
+    page = render([load_run(str(tmp_path / "scratch.json"))], docs="")
+    assert "2 distinct failures</b>, each with its minimal example" in page and "state.ping()" in page

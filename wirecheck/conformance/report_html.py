@@ -423,7 +423,7 @@ def _requirement_detail(proto, rid, req, verdict, tests, anchor, docs: str = "")
                      f"{_e(', '.join(t.get('requirements', [])))}"
                      + (f"; broke {_e(', '.join(t['broke']))}" if t.get("broke") else "") + ")</small>"
                      f"<div><b>expected:</b> {_e(expected)}</div><div><b>actual:</b> {_e(actual)}</div>"
-                     + _wire(t) + "</div>")
+                     + _distinct(t) + _wire(t) + "</div>")
     return (f"<div id='{anchor}' data-proto='{_e(proto)}' data-level='{_e(level)}' data-failed='{failed}'>"
             f"<h4>{_linked(rid, requirement_url(docs, proto, rid))} [{_e(level)}] {_badge(verdict)}</h4>"
             f"<p>{_e(req.get('section', ''))}: {_e(req.get('summary', ''))}</p>" + "".join(cases) + "</div>")
@@ -446,6 +446,20 @@ def expected_and_actual(message: str, req: dict) -> tuple[str, str]:
         if text[low - 1:low] == "(" and rest.endswith(")"):
             return rest[:-1], text[:low - 1].strip()
     return req.get("summary", "the requirement"), text or "(no message)"
+
+
+def _distinct(test: dict) -> str:
+    """Each distinct failure hypothesis found in the test, with the requirements it names and
+    its own minimal example."""
+    failures = test.get("failures") or []
+    if not failures:
+        return ""
+    items = "".join(
+        f"<li>{_e(f.get('message', ''))}"
+        + (f" <small>[{_e(', '.join(f['requirements']))}]</small>" if f.get("requirements") else "")
+        + (f"<pre>{_e(f['example'])}</pre>" if f.get("example") else "") + "</li>"
+        for f in failures)
+    return f"<div><b>{len(failures)} distinct failures</b>, each with its minimal example:<ol>{items}</ol></div>"
 
 
 def _wire(test: dict) -> str:

@@ -108,14 +108,23 @@ def broken_ids(exc: BaseException | None, ids: list[str]) -> list[str]:
     return list(dict.fromkeys(i for group in named for i in group))
 
 
+#: Characters of one failure's minimal example kept (a state machine's steps, one a line).
+EXAMPLE_CHARS = 4000
+
+
 def distinct_failures(group: BaseException) -> list[dict]:
-    """Each failure of a group (hypothesis's "found N distinct failures"): its first line, and
-    the requirements it names (a :class:`Breach`; [] for one that names none)."""
+    """Each failure of a group (hypothesis's "found N distinct failures"): its first line, the
+    requirements it names (a :class:`Breach`; [] for one that names none), and its own minimal
+    example (the notes hypothesis adds to it: "state = ...", the steps, one a line)."""
     out = []
     for leaf in _leaves(group):
         text = str(leaf).strip()
         first = text.splitlines()[0] if text else type(leaf).__name__
-        out.append({"message": first[:300], "requirements": list(getattr(leaf, "requirements", None) or ())})
+        example = "\n".join(str(n) for n in getattr(leaf, "__notes__", ()))
+        if len(example) > EXAMPLE_CHARS:
+            example = example[:EXAMPLE_CHARS] + f"\n... ({len(example) - EXAMPLE_CHARS} more characters)"
+        out.append({"message": first[:300], "requirements": list(getattr(leaf, "requirements", None) or ()),
+                    "example": example})
     return out
 
 
