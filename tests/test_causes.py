@@ -39,6 +39,27 @@ def test_groups_of_two_or_more_failures_the_largest_first():
     assert groups[1]["verdicts"] == {"NON-STRICT": 1, "TIMEOUT": 1} and groups[1]["requirements"] == ["R-9"]
 
 
+def test_one_breach_of_one_field_is_one_cause_in_every_encoding():
+    """A failure that names the requirement it broke and the field a decoder found wrong is
+    grouped by those, however each encoding words it; another field stays another cause."""
+    json_, msgpack = ("target sent a malformed frame: MISSING_FIELD at byte 3: Completion has no 'invocationId'",
+                      "target sent a malformed frame: BAD_VALUE at byte 9: 'InvocationId' must be a string, not null")
+    tests = [{"nodeid": f"j{i}", "verdict": "FAIL", "requirements": ["R-1"], "broke": ["SIGR-INV-007"],
+              "message": json_} for i in range(2)]
+    tests += [{"nodeid": f"m{i}", "verdict": "FAIL", "requirements": ["R-2"], "broke": ["SIGR-INV-007"],
+               "message": msgpack} for i in range(2)]
+    tests += [{"nodeid": f"x{i}", "verdict": "FAIL", "requirements": ["R-3"], "broke": ["SIGR-INV-007"],
+               "message": "target sent a malformed frame: MISSING_FIELD at byte 3: Completion has no 'error'"}
+              for i in range(2)]
+    groups = group(tests)
+    assert [(g["tests"], g["example"]) for g in groups] == [(4, "j0"), (2, "x0")], groups
+    assert "invocationId" in groups[0]["cause"] and groups[0]["requirements"] == ["SIGR-INV-007"]
+    # without a named breach, the wording decides (nothing known to say they are one)
+    for t in tests:
+        t.pop("broke")
+    assert [g["tests"] for g in group(tests)] == [2, 2, 2]
+
+
 def test_the_summary_the_json_and_the_report_carry_the_groups(tmp_path):
     body = "import pytest\nfrom wirecheck.conformance.target import TargetMalformed\n\n"
     for i, rid in enumerate(("BLIP-PUB-002", "BLIP-PUB-003", "BLIP-AUTH-002", "BLIP-PING-001")):

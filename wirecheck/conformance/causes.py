@@ -68,6 +68,23 @@ def cause(message: str) -> str:
     return _SPACES.sub(" ", text).strip()[:CAUSE_CHARS]
 
 
+_FIELD = re.compile(r"has no '([A-Za-z_]\w{0,39})'|'([A-Za-z_]\w{0,39})' must ")
+
+
+def group_key(result: dict) -> str:
+    """What groups a failure with others: its :func:`cause`; but a failure that names the
+    requirements it broke (``broke``) and the field a decoder found wrong is that breach of
+    that field, however each encoding words it (JSON's "Completion has no 'invocationId'",
+    MessagePack's "'InvocationId' must be a string": one defect, one finding)."""
+    message = result.get("message", "")
+    first = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+    broke = result.get("broke") or []
+    fields = sorted({(a or b).lower() for a, b in _FIELD.findall(first)})
+    if broke and fields:
+        return f"breaks {', '.join(sorted(broke))}: field {', '.join(fields)}"
+    return cause(message)
+
+
 def group(results, min_tests: int = MIN_TESTS) -> list[dict]:
     """The causes shared by at least ``min_tests`` failing tests of ``results`` (result dicts
     with nodeid, verdict, message, requirements), the largest first: the cause, how many tests
@@ -75,14 +92,15 @@ def group(results, min_tests: int = MIN_TESTS) -> list[dict]:
     by_cause: dict[str, list[dict]] = defaultdict(list)
     for r in results:
         if r.get("verdict") in GROUPED:
-            key = cause(r.get("message", ""))
+            key = group_key(r)
             if key:
                 by_cause[key].append(r)
     out = []
-    for key, tests in by_cause.items():
+    for tests in by_cause.values():
         if len(tests) < min_tests:
             continue
         tests = sorted(tests, key=lambda r: r["nodeid"])
+        key = cause(tests[0].get("message", ""))        # what the group shows: its first test's
         counts: dict[str, int] = defaultdict(int)
         for r in tests:
             counts[r["verdict"]] += 1
