@@ -20,7 +20,11 @@ independent hub did. The one rule it breaks is SIGR-INV-007; every value still c
 unsupported protocol, a first message that is not a handshake) is closed without the v1 error
 response; only SIGR-HS-005 is broken.
 
-``python tests/planted_signalr.py --port P [--bare | --idless-completions | --silent-refusals]``
+``--lenient``: instead, the reference hub that passes over a message it reads but finds wrong
+past the handshake (an id never invoked, reused, finished) and goes on: the document allows it
+("may ... terminate", SIGR-ERR-010), so no test may fail.
+
+``python tests/planted_signalr.py --port P [--bare | --idless-completions | --silent-refusals | --lenient] [--draft]``
 (serves ``http://127.0.0.1:P/hub``).
 """
 from __future__ import annotations
@@ -36,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from wirecheck.reference_impl.core.server import ThreadedServer  # noqa: E402
 from wirecheck.reference_impl.signalr import broker  # noqa: E402
 from wirecheck.reference_impl.signalr.messages import Invocation  # noqa: E402
-from wirecheck.reference_impl.signalr.session import HubSession  # noqa: E402
+from wirecheck.reference_impl.signalr.session import HANDSHAKE, HubProtocolError, HubSession  # noqa: E402
 
 RS = b"\x1e"
 #: A declared record longer than this is not a split record but a length out of bounds.
@@ -109,6 +113,18 @@ class IdlessCompletionSession(HubSession):
             out.append(IDLESS_COMPLETION[self.protocol])
 
 
+class LenientSession(HubSession):
+    """Past the handshake, a message the hub reads but finds wrong (an id never invoked, reused
+    or finished: a HubProtocolError) is passed over and the connection goes on, as the
+    document allows (SIGR-ERR-010 "may ... terminate"); what does not decode still closes."""
+    def _dispatch(self, message, now: float, out: list) -> None:
+        try:
+            super()._dispatch(message, now, out)
+        except HubProtocolError:
+            if self.phase == HANDSHAKE:
+                raise
+
+
 class SilentRefusalSession(HubSession):
     def _handshake_failed(self, out: list, reason: str) -> None:
         self._finish()                      # no {"error": ...} first
@@ -120,6 +136,9 @@ def main() -> None:
     parser.add_argument("--bare", action="store_true", help="no client results, no timers (and no crash)")
     parser.add_argument("--silent-refusals", action="store_true",
                         help="failed handshakes closed without the error response (and no crash)")
+    parser.add_argument("--draft", action="store_true", help="the hub reads the draft document (profile draft)")
+    parser.add_argument("--lenient", action="store_true",
+                        help="protocol errors the hub reads past the handshake passed over (and no crash)")
     parser.add_argument("--idless-completions", action="store_true",
                         help="non-blocking invocations answered by a Completion without id (and no crash)")
     args = parser.parse_args()
@@ -130,10 +149,14 @@ def main() -> None:
         options = {"handshake_timeout": 1e9, "client_timeout": 1e9}
     elif args.idless_completions:
         broker.HubSession = IdlessCompletionSession
+    elif args.lenient:
+        broker.HubSession = LenientSession
     elif args.silent_refusals:
         broker.HubSession = SilentRefusalSession
     else:
         broker.HubSession = SplitCrashSession        # the class the hub makes its sessions from
+    if args.draft:
+        options["profile"] = "draft"
     server = ThreadedServer(broker.make_broker(port=args.port, raw_port=0, **options)).start()
     print(f"serving http://127.0.0.1:{server.address[1]}/hub", flush=True)
     threading.Event().wait()

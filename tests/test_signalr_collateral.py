@@ -69,3 +69,23 @@ def test_a_refusal_without_the_error_response_is_charged_to_hs_005_alone(tmp_pat
                                                  "test_invocation_lifecycles"}, sorted(failed)
     assert all(t["broke"] == ["SIGR-HS-005"] for t in failed.values()), failed
     assert "Breach" not in got.stdout      # the lines say what broke, not the exception's class
+
+
+def test_a_hub_that_goes_on_after_a_protocol_error_fails_nothing(tmp_path):
+    """The document lets a hub end the connection on a protocol error (SIGR-ERR-010, "may"); a
+    draft hub that passes over an id never invoked, reused or finished and goes on
+    (tests/planted_signalr.py --lenient --draft) fails no MUST: those tests are INFORMATIONAL,
+    charged to the MAY not taken, and nothing is "not met"."""
+    report = tmp_path / "r.json"
+    got = subprocess.run(
+        [sys.executable, "-m", "wirecheck", "check", "--protocol", "signalr", "--profile", "draft",
+         "--target", "http://127.0.0.1:0/hub", "--target-command",
+         f"{sys.executable} {ROOT / 'tests' / 'planted_signalr.py'} --port {{port}} --lenient --draft",
+         "--report", str(report), "--timeout", "2", "--", "-k", "test_errors"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    doc = json.loads(report.read_text())
+    assert got.returncode == 0, got.stdout[-3000:]
+    assert doc["summary"]["signalr"]["failing_requirements"] == [], doc["summary"]["signalr"]
+    went_on = [t for t in doc["tests"] if t["verdict"] == "INFORMATIONAL"]
+    assert len(went_on) >= 10 and all(t["broke"] == ["SIGR-ERR-010"] for t in went_on), went_on
+    assert all("went on after a protocol error" in t["message"] for t in went_on)
