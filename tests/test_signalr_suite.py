@@ -104,6 +104,22 @@ def test_the_state_machine_names_the_requirement_it_broke(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:]
 
 
+def test_the_must_machine_charges_the_rule_its_step_shows(tmp_path):
+    """The MUST run of the machine checks some twenty requirements; a hub whose one defect is a
+    StreamItem before Add's single result breaks SIGR-INV-003 alone: the run fails on that one
+    (the difference names it, whatever step met it), and the others stay as their own tests
+    say (the machine's steps name their rule: signalr_machine.broken_rule and ``rule=``)."""
+    report = tmp_path / "r.json"
+    with ThreadedServer(raw_server(StreamsSingleResults)) as server:
+        result = check(f"127.0.0.1:{server.address[1]}", "--", "-k", "test_invocation_lifecycles",
+                       report=report, timeout=180)
+    doc = json.loads(report.read_text())
+    machine = [t for t in doc["tests"] if "test_invocation_lifecycles" in t["nodeid"]]
+    assert machine and all(t["verdict"] == "FAIL" and t["broke"] == ["SIGR-INV-003"] for t in machine), machine
+    assert doc["summary"]["signalr"]["failing_requirements"] == ["SIGR-INV-003"], doc["summary"]
+    assert result.returncode == 1, result.stdout[-3000:]
+
+
 def test_a_stream_that_never_stops_ends_the_cancel_test(tmp_path):
     """A hub that goes on streaming after CancelInvocation and never answers the barrier: the
     test stops after MAX_ITEMS_AFTER_CANCEL items (NON-STRICT, SIGR-STR-004 is a SHOULD)

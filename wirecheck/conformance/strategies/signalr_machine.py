@@ -214,6 +214,25 @@ def _any_error(message):
     return message
 
 
+def broken_rule(sent: list, got: list, want: list) -> str | None:
+    """The rule a difference between the answers and the model shows whatever the step was:
+    an answer under an id none of ``sent`` carried and none expected (the Callee "is expected
+    to use the same string in all response messages", SIGR-INV-001), or StreamItems where a
+    single result was due (SIGR-INV-003); else None."""
+    if any(isinstance(m, Invocation) and (m.invocation_id is None or getattr(m, "nonblocking", False))
+           for m in sent):
+        return None                 # whatever answers a non-blocking call breaks the step's rule
+    ids = {getattr(m, "invocation_id", None) for m in [*sent, *want]}
+    ids |= {s for m in sent for s in (getattr(m, "stream_ids", None) or ())}
+    if any(getattr(m, "invocation_id", None) not in ids | {None} for m in got):
+        return "SIGR-INV-001"
+    singles = {m.invocation_id for m in want if isinstance(m, Completion)} - \
+        {m.invocation_id for m in want if isinstance(m, StreamItem)}
+    if any(isinstance(m, StreamItem) and m.invocation_id in singles for m in got):
+        return "SIGR-INV-003"
+    return None
+
+
 class HubMachine(RuleBasedStateMachine):
     """Subclasses (or the wire suite) provide ``make_driver()``."""
 
@@ -255,13 +274,22 @@ class HubMachine(RuleBasedStateMachine):
     #: (phase, message type) -> messages sent (see :data:`MATRIX`); a subclass may have its own.
     reached: Counter = Counter()
 
-    def expect(self, sent: list, want: list, kind: str | None = None) -> None:
+    def expect(self, sent: list, want: list, kind: str | None = None, rule: str | None = None) -> None:
+        """Send ``sent``; the answers must be ``want``. A difference is a :class:`Breach` of the
+        rule it shows (:func:`broken_rule`: an answer under another id SIGR-INV-001, StreamItems
+        before a single result SIGR-INV-003), else of ``rule``, the one the step checks (None:
+        the run's requirements, all of them)."""
         for m in sent:
             self.reached[(OPEN, kind or type(m).__name__)] += 1
         got = self.driver.exchange(sent)
         if not self.exact_errors:
             got, want = [_any_error(m) for m in got], [_any_error(m) for m in want]
-        assert got == want, f"sent {sent!r}\n  got {got!r}\n want {want!r}"
+        if got != want:
+            text = f"sent {sent!r}\n  got {got!r}\n want {want!r}"
+            broken = broken_rule(sent, got, want) or rule
+            if broken is None:
+                raise AssertionError(text)
+            raise Breach(text, broken)
 
     # -- single results --------------------------------------------------------------------
 
@@ -274,48 +302,51 @@ class HubMachine(RuleBasedStateMachine):
     @rule(text=TEXT)
     def echo(self, text):
         iid = self.new_id()
-        self.expect([Invocation("Echo", [text], iid)], [Completion.with_result(iid, text)])
+        self.expect([Invocation("Echo", [text], iid)], [Completion.with_result(iid, text)], rule="SIGR-INV-012")
         self.finished.append(iid)
 
     @rule(x=SMALL, y=SMALL)
     def add(self, x, y):
         iid = self.new_id()
-        self.expect([Invocation("Add", [x, y], iid)], [Completion.with_result(iid, x + y)])
+        self.expect([Invocation("Add", [x, y], iid)], [Completion.with_result(iid, x + y)], rule="SIGR-INV-012")
         self.finished.append(iid)
 
     @rule(n=st.integers(0, 4))
     def batched(self, n):
         iid = self.new_id()
-        self.expect([Invocation("Batched", [n], iid)], [Completion.with_result(iid, list(range(n)))])
+        self.expect([Invocation("Batched", [n], iid)], [Completion.with_result(iid, list(range(n)))],
+                    rule="SIGR-INV-006")
 
     @rule()
     def nothing(self):
         iid = self.new_id()
-        self.expect([Invocation("Nothing", [], iid)], [Completion(iid)])
+        self.expect([Invocation("Nothing", [], iid)], [Completion(iid)], rule="SIGR-INV-004")
 
     @rule(text=TEXT)
     def fail(self, text):
         iid = self.new_id()
-        self.expect([Invocation("Fail", [text], iid)], [Completion.with_error(iid, text)])
+        self.expect([Invocation("Fail", [text], iid)], [Completion.with_error(iid, text)], rule="SIGR-INV-005")
 
     @rule(value=VALUES)
     def remember(self, value):
         call = (Invocation("Remember", [value], self.new_id(), nonblocking=True) if self.draft
                 else Invocation("Remember", [value]))
-        self.expect([call], [])
+        self.expect([call], [], rule="SIGR-INV-007")
         self.remembered = value
 
     @rule()
     def recall(self):
         iid = self.new_id()
-        self.expect([Invocation("Recall", [], iid)], [Completion.with_result(iid, self.remembered)])
+        self.expect([Invocation("Recall", [], iid)], [Completion.with_result(iid, self.remembered)],
+                    rule="SIGR-INV-012")
 
     @rule(name=st.sampled_from(["echo", "NoSuch", "add"]))
     def unknown_method(self, name):
         if self.case_ignored and name != "NoSuch":
             name = "No" + name          # v1 may dispatch "echo" to Echo (SIGR-INV-002 is read so)
         iid = self.new_id()
-        self.expect([Invocation(name, ["x"], iid)], [Completion.with_error(iid, f"Unknown hub method '{name}'")])
+        self.expect([Invocation(name, ["x"], iid)], [Completion.with_error(iid, f"Unknown hub method '{name}'")],
+                    rule="SIGR-INV-005")
 
     # -- streams ---------------------------------------------------------------------------
 
@@ -324,7 +355,7 @@ class HubMachine(RuleBasedStateMachine):
         iid = self.new_id()
         request = Invocation("Counter", [n, 0], iid) if self.draft else StreamInvocation(iid, "Counter", [n, 0])
         end = StreamCompletion(iid) if self.draft else Completion(iid)
-        self.expect([request], [StreamItem(iid, i) for i in range(n)] + [end])
+        self.expect([request], [StreamItem(iid, i) for i in range(n)] + [end], rule="SIGR-STR-001")
 
     @rule(n=st.integers(0, 3))
     def stream_failure(self, n):
@@ -333,11 +364,11 @@ class HubMachine(RuleBasedStateMachine):
                    else StreamInvocation(iid, "StreamFailure", [n]))
         error = "Ran out of data!"
         end = StreamCompletion(iid, error) if self.draft else Completion.with_error(iid, error)
-        self.expect([request], [StreamItem(iid, i) for i in range(n)] + [end])
+        self.expect([request], [StreamItem(iid, i) for i in range(n)] + [end], rule="SIGR-STR-003")
 
     @rule()
     def cancel_unknown(self):
-        self.expect([CancelInvocation(f"none-{self.new_id()}")], [])
+        self.expect([CancelInvocation(f"none-{self.new_id()}")], [], rule="SIGR-STR-009")
 
     # -- v1: Ping, client streams, id reuse ------------------------------------------------
 
@@ -353,7 +384,7 @@ class HubMachine(RuleBasedStateMachine):
             return
         iid, sid = self.new_id(), self.new_id()
         self.expect([Invocation("Sum", [], iid, stream_ids=[sid])] + [StreamItem(sid, v) for v in values]
-                    + [Completion(sid)], [Completion.with_result(iid, sum(values))])
+                    + [Completion(sid)], [Completion.with_result(iid, sum(values))], rule="SIGR-STR-006")
         self.finished.append(iid)
 
     @rule(target=uploads)
@@ -361,7 +392,7 @@ class HubMachine(RuleBasedStateMachine):
         if not self.interleave:
             return ("", "")                   # no interleaved uploads here: a no-op token
         iid, sid = self.new_id(), self.new_id()
-        self.expect([Invocation("Sum", [], iid, stream_ids=[sid])], [])
+        self.expect([Invocation("Sum", [], iid, stream_ids=[sid])], [], rule="SIGR-STR-006")
         self.open_uploads[sid] = []
         return (iid, sid)
 
@@ -370,7 +401,7 @@ class HubMachine(RuleBasedStateMachine):
         iid, sid = upload
         if sid not in self.open_uploads:
             return
-        self.expect([StreamItem(sid, value)], [])
+        self.expect([StreamItem(sid, value)], [], rule="SIGR-STR-006")
         self.open_uploads[sid].append(value)
 
     @rule(upload=consumes(uploads))
@@ -379,7 +410,7 @@ class HubMachine(RuleBasedStateMachine):
         if sid not in self.open_uploads:
             return
         items = self.open_uploads.pop(sid)
-        self.expect([Completion(sid)], [Completion.with_result(iid, sum(items))])
+        self.expect([Completion(sid)], [Completion.with_result(iid, sum(items))], rule="SIGR-STR-006")
         self.finished.append(iid)
 
     @rule(upload=uploads)
@@ -389,14 +420,14 @@ class HubMachine(RuleBasedStateMachine):
             return
         # v1 (ASP.NET Core): a stream started with an id still in use is refused
         self.expect([StreamInvocation(iid, "Counter", [1, 0])],
-                    [Completion.with_error(iid, f"Invocation ID '{iid}' is already in use.")])
+                    [Completion.with_error(iid, f"Invocation ID '{iid}' is already in use.")], rule="SIGR-ERR-007")
 
     @rule(data=st.data())
     def reuse_finished_id(self, data):
         if self.draft or not self.finished:
             return
         iid = data.draw(st.sampled_from(self.finished))
-        self.expect([Invocation("Echo", ["again"], iid)], [Completion.with_result(iid, "again")])
+        self.expect([Invocation("Echo", ["again"], iid)], [Completion.with_result(iid, "again")], rule="SIGR-ERR-007")
 
     # -- the other (phase, message type) pairs --------------------------------------------------
 
