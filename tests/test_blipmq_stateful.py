@@ -73,3 +73,24 @@ def test_a_machine_told_no_timer_fires_flags_the_redeliveries():
         run_state_machine_as_test(Unaware, settings=settings(max_examples=200, derandomize=True, report_multiple_bugs=False,
                                                              phases=[Phase.generate],
                                                              database=None, **_SETTINGS))
+
+
+class WrongAckPayloadText(SessionDriver):
+    """The reference session, except that a malformed ACK gets NACK(400) with another text."""
+
+    def exchange(self, frames: list[bytes]) -> list:
+        return [codec.Nack(f.correlation_id, 400, "bad ACK") if f == codec.Nack(f.correlation_id, 400,
+                "invalid ACK payload") else f for f in super().exchange(frames)]
+
+
+def test_a_broken_step_names_the_rule_it_checks():
+    """A target whose one defect is the text of the NACK for a malformed ACK fails the MUST run
+    on BLIP-ACK-001 alone (a Breach), not on the run's thirty requirements."""
+    from wirecheck.conformance.verdicts import Breach
+
+    class Machine(SessionMachineWireRules):
+        driver_factory = WrongAckPayloadText
+    with pytest.raises(Breach) as failed:
+        run_state_machine_as_test(Machine, settings=settings(max_examples=200, database=None, derandomize=True,
+                                                             phases=(Phase.generate, Phase.shrink), **_SETTINGS))
+    assert failed.value.requirements == ("BLIP-ACK-001",), failed.value

@@ -42,6 +42,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import (Bundle, RuleBasedStateMachine, consumes, initialize, invariant,
                                  multiple, precondition, rule)
 
+from wirecheck.conformance.verdicts import Breach
 from wirecheck.reference_impl.blipmq import codec
 from wirecheck.reference_impl.blipmq.codec import Ack, Auth, Hello, Nack, Ping, Poll, Pong, Publish, Subscribe
 from wirecheck.reference_impl.blipmq.session import DEFAULT_API_KEY, BlipSession
@@ -74,6 +75,18 @@ MALFORMED_PAYLOADS = {"HELLO": b"\x00", "AUTH": b"\x00\x09dev", "PUBLISH": b"\x0
 #: Malformed payloads the MUST-level machine sends (BLIP-AUTH-003, -SUB-001, -ACK-001,
 #: -POLL-001, and 401 before AUTH); HELLO's and PUBLISH's answers are SPEC_NOTES.md (SHOULD).
 MUST_MALFORMED = ("ACK", "AUTH", "POLL", "SUBSCRIBE")
+#: The rule each malformed payload's NACK(400, "invalid <TYPE> payload") is.
+MALFORMED_RULES = {"HELLO": "BLIP-HELLO-004", "AUTH": "BLIP-AUTH-003", "PUBLISH": "BLIP-PUB-006",
+                   "SUBSCRIBE": "BLIP-SUB-001", "ACK": "BLIP-ACK-001", "POLL": "BLIP-POLL-001"}
+
+
+def _holds(condition: bool, text: str, rule: str | None) -> None:
+    """A check of the machine's: failing, a :class:`Breach` of ``rule`` (the requirement the
+    step checks), or without one a plain failure of the run's requirements."""
+    if not condition:
+        if rule is None:
+            raise AssertionError(text)
+        raise Breach(text, rule)
 #: Type bytes no frame has ("Frame Types": 0x01-0x09).
 UNKNOWN_TYPES = st.sampled_from((0x00, 0x0A, 0x10, 0x7F, 0xFF))
 
@@ -279,19 +292,23 @@ class BlipMachine(RuleBasedStateMachine):
         answers = self.driver.exchange([f if isinstance(f, bytes) else codec.encode(f) for f in frames])
         barrier = self.driver.barrier_answer
         if self.phase == READY:
-            assert isinstance(barrier, Pong), f"PING once authenticated got {barrier}, not PONG"
+            _holds(isinstance(barrier, Pong), f"PING once authenticated got {barrier}, not PONG", "BLIP-PING-001")
         else:
-            assert barrier == Nack(barrier.correlation_id, 401, "unauthenticated"), \
-                f"PING before AUTH completed got {barrier}, not NACK(401, \"unauthenticated\")"
+            _holds(barrier == Nack(barrier.correlation_id, 401, "unauthenticated"),
+                   f"PING before AUTH completed got {barrier}, not NACK(401, \"unauthenticated\")", "BLIP-AUTH-006")
         return answers
 
-    def _check(self, frame, expected: list, what: str, phase: str | None = None) -> None:
+    def _check(self, frame, expected: list, what: str, phase: str | None = None, rule: str | None = None) -> None:
+        """``frame`` must get ``expected``; a difference breaks ``rule``, the one the step
+        checks (None: the run's requirements, all of them)."""
         answers = self._exchange(frame, phase=phase)
-        assert answers == expected, f"{what}: expected {expected}, got {answers}"
+        _holds(answers == expected, f"{what}: expected {expected}, got {answers}", rule)
 
-    def _ready_or_401(self, frame, expected: list, what: str) -> None:
-        self._check(frame, expected if self.phase == READY
-                    else [Nack(frame.correlation_id, 401, "unauthenticated")], what)
+    def _ready_or_401(self, frame, expected: list, what: str, rule: str) -> None:
+        if self.phase == READY:
+            self._check(frame, expected, what, rule=rule)
+        else:
+            self._check(frame, [Nack(frame.correlation_id, 401, "unauthenticated")], what, rule="BLIP-AUTH-006")
 
     # -- handshake -------------------------------------------------------------------------------
 
@@ -326,26 +343,26 @@ class BlipMachine(RuleBasedStateMachine):
     def _hello(self, cid: int, version: int) -> None:
         sent_in = self.phase
         if self.phase != HELLO:
-            expected = Nack(cid, 400, "HELLO already performed")
+            expected, rule = Nack(cid, 400, "HELLO already performed"), "BLIP-HELLO-003"
         elif version != 1:
-            expected = Nack(cid, 426, "unsupported protocol version")
+            expected, rule = Nack(cid, 426, "unsupported protocol version"), "BLIP-HELLO-002"
         else:
             self.phase = AUTH
-            expected = Ack(cid, 0)
-        self._check(Hello(cid, version), [expected], f"HELLO version {version}", sent_in)
+            expected, rule = Ack(cid, 0), "BLIP-HELLO-001"
+        self._check(Hello(cid, version), [expected], f"HELLO version {version}", sent_in, rule)
 
     def _auth(self, cid: int, key: str, good: bool) -> None:
         sent_in = self.phase
         if self.phase == HELLO:
-            expected = Nack(cid, 400, "HELLO not performed")
+            expected, rule = Nack(cid, 400, "HELLO not performed"), "BLIP-AUTH-001"
         elif self.phase == READY:
-            expected = Nack(cid, 400, "already authenticated")
+            expected, rule = Nack(cid, 400, "already authenticated"), "BLIP-AUTH-002"
         elif not good:
-            expected = Nack(cid, 401, "invalid API key")
+            expected, rule = Nack(cid, 401, "invalid API key"), "BLIP-AUTH-004"
         else:
             self.phase = READY
-            expected = Ack(cid, 0)
-        self._check(Auth(cid, key), [expected], f"AUTH with key {key!r}", sent_in)
+            expected, rule = Ack(cid, 0), "BLIP-AUTH-005"
+        self._check(Auth(cid, key), [expected], f"AUTH with key {key!r}", sent_in, rule)
 
     @rule(ids=st.lists(cids, min_size=1, max_size=4), stray=st.sampled_from((None, "PONG", "NACK")))
     def ping(self, ids, stray):
@@ -356,10 +373,10 @@ class BlipMachine(RuleBasedStateMachine):
             frames.insert(0, Pong(ids[0]) if stray == "PONG" else Nack(ids[0], 400, "stray"))
         answers = self._exchange(*frames)
         if self.phase == READY:
-            expected = [Pong(i) for i in ids]
+            expected, rule = [Pong(i) for i in ids], "BLIP-PING-001"
         else:
-            expected = [Nack(f.correlation_id, 401, "unauthenticated") for f in frames]
-        assert answers == expected, f"{frames}: expected {expected}, got {answers}"
+            expected, rule = [Nack(f.correlation_id, 401, "unauthenticated") for f in frames], "BLIP-AUTH-006"
+        _holds(answers == expected, f"{frames}: expected {expected}, got {answers}", rule)
 
     # -- publish / subscribe ---------------------------------------------------------------------
 
@@ -370,7 +387,8 @@ class BlipMachine(RuleBasedStateMachine):
         if defect:
             topic = "" if defect == "empty topic" else self.driver.topic(name)
             frame = Publish(cid, bad_qos if defect == "invalid QoS value" else qos, topic, b"m")
-            return self._ready_or_401(frame, [Nack(cid, 400, defect)], f"PUBLISH with {defect}")
+            return self._ready_or_401(frame, [Nack(cid, 400, defect)], f"PUBLISH with {defect}",
+                                      "BLIP-PUB-002" if defect == "empty topic" else "BLIP-PUB-003")
         self._publish(cid, self.driver.topic(name), qos, messages)
 
     @rule(cid=cids, sub_id=subscriptions, qos=QOS, messages=MESSAGES)
@@ -383,7 +401,8 @@ class BlipMachine(RuleBasedStateMachine):
         answers = self._exchange(*frames)
         expected = [] if self.phase == READY else [Nack(f.correlation_id, 401, "unauthenticated")
                                                    for f in frames]
-        assert answers == expected, f"PUBLISH x{len(frames)} to {topic}: expected {expected}, got {answers}"
+        _holds(answers == expected, f"PUBLISH x{len(frames)} to {topic}: expected {expected}, got {answers}",
+               "BLIP-PUB-004" if self.phase == READY else "BLIP-AUTH-006")
         if self.phase != READY:
             return
         self.published = True
@@ -400,14 +419,15 @@ class BlipMachine(RuleBasedStateMachine):
         topic = "" if defect == "empty topic" else self.driver.topic(name)
         frame = Subscribe(cid, topic, bad_qos if defect == "invalid QoS value" else qos)
         if defect or self.phase != READY:      # 401 before AUTH, whatever the defect
-            self._ready_or_401(frame, [Nack(cid, 400, defect)], f"SUBSCRIBE with {defect or 'no defect'}")
+            self._ready_or_401(frame, [Nack(cid, 400, defect)], f"SUBSCRIBE with {defect or 'no defect'}",
+                               "BLIP-SUB-002" if defect == "empty topic" else "BLIP-SUB-003")
             return multiple()
         answers = self._exchange(frame)
-        assert len(answers) == 1 and isinstance(answers[0], Ack) and answers[0].correlation_id == cid, \
-            f"SUBSCRIBE: expected ACK({cid}, new id), got {answers}"
+        _holds(len(answers) == 1 and isinstance(answers[0], Ack) and answers[0].correlation_id == cid,
+               f"SUBSCRIBE: expected ACK({cid}, new id), got {answers}", "BLIP-SUB-004")
         sub_id = answers[0].subscription_id
-        assert sub_id != 0, "SUBSCRIBE answered with subscription_id 0"
-        assert sub_id not in self.subs, f"SUBSCRIBE reused subscription id {sub_id}"
+        _holds(sub_id != 0, "SUBSCRIBE answered with subscription_id 0", "BLIP-SUB-005")
+        _holds(sub_id not in self.subs, f"SUBSCRIBE reused subscription id {sub_id}", "BLIP-SUB-005")
         self.subs[sub_id] = ModelSub(sub_id, topic, qos)
         return sub_id
 
@@ -433,23 +453,28 @@ class BlipMachine(RuleBasedStateMachine):
             answers = _without_redeliveries(answers)
         items = [sub.queue.popleft() for _ in range(min(count, len(sub.queue)))]
         # The first polls get the queued messages, the others nothing ("Returns no frame").
-        assert len(answers) == len(items) and all(isinstance(a, Publish) for a in answers), \
-            f"{count} POLLs with {len(items)} messages queued: expected {len(items)} PUBLISH, got {answers}"
+        _holds(len(answers) == len(items) and all(isinstance(a, Publish) for a in answers),
+               f"{count} POLLs with {len(items)} messages queued: expected {len(items)} PUBLISH, got {answers}",
+               "BLIP-POLL-003" if len(answers) > len(items) else "BLIP-POLL-004")
         tags = []
         for i, (got, item) in enumerate(zip(answers, items)):
-            assert (got.topic, got.message) == (sub.topic, item.message), \
-                f"POLL delivered {got}, expected topic {sub.topic!r} message {item.message!r} (publish order)"
+            _holds((got.topic, got.message) == (sub.topic, item.message),
+                   f"POLL delivered {got}, expected topic {sub.topic!r} message {item.message!r} (publish order)",
+                   "BLIP-PUB-007")
             effective = min(item.qos, sub.qos)
             allowed = {effective} if self.should else {effective, item.qos}
-            assert got.qos in allowed, f"delivery qos {got.qos}, expected {sorted(allowed)}"
+            _holds(got.qos in allowed, f"delivery qos {got.qos}, expected {sorted(allowed)}",
+                   "BLIP-PUB-010" if self.should else "BLIP-PUB-007")
             if got.qos == 0:
                 if self.should:
-                    assert got.correlation_id == cid + i, "a QoS0 delivery carries its POLL's correlation id"
+                    _holds(got.correlation_id == cid + i, "a QoS0 delivery carries its POLL's correlation id",
+                           "BLIP-PUB-009")
                 continue
             tag = got.correlation_id
             if self.should:
-                assert tag == item.tag, f"delivery tag {tag}, expected {item.tag} (per subscription, from 1)"
-            assert tag not in sub.inflight, f"delivery tag {tag} is already in flight"
+                _holds(tag == item.tag, f"delivery tag {tag}, expected {item.tag} (per subscription, from 1)",
+                       "BLIP-QOS1-003")
+            _holds(tag not in sub.inflight, f"delivery tag {tag} is already in flight", "BLIP-PUB-008")
             sub.inflight[tag] = Queued(item.qos, item.message, tag)
             tags.append(tag)
         return tags
@@ -482,18 +507,18 @@ class BlipMachine(RuleBasedStateMachine):
                 sub.queue.append(item)       # redelivered later, same tag
             # else: delivered max_retries times, so the timer dropped it (BLIP-QOS1-002)
             return pair
-        assert answers == [], f"ACK of in-flight tag {tag}: expected [], got {answers}"
+        _holds(answers == [], f"ACK of in-flight tag {tag}: expected [], got {answers}", "BLIP-ACK-004")
         del sub.inflight[tag]
         return pair
 
     @rule(pair=settled)
     def ack_again(self, pair):
         sub_id, tag = pair
-        self._check(Ack(tag, sub_id), [Nack(tag, 404, UNKNOWN_TAG)], f"second ACK of tag {tag}")
+        self._check(Ack(tag, sub_id), [Nack(tag, 404, UNKNOWN_TAG)], f"second ACK of tag {tag}", rule="BLIP-ACK-003")
 
     @rule(sub_id=subscriptions, tag=FAR_TAGS)
     def ack_unknown_tag(self, sub_id, tag):
-        self._check(Ack(tag, sub_id), [Nack(tag, 404, UNKNOWN_TAG)], f"ACK of unknown tag {tag}")
+        self._check(Ack(tag, sub_id), [Nack(tag, 404, UNKNOWN_TAG)], f"ACK of unknown tag {tag}", rule="BLIP-ACK-003")
 
     @rule(cid=cids, which=st.sampled_from(("ack unknown", "ack zero", "poll zero", "poll unknown")))
     def request_for_no_subscription(self, cid, which):
@@ -502,9 +527,11 @@ class BlipMachine(RuleBasedStateMachine):
         frame = (Ack if kind == "ack" else Poll)(cid, 0 if sub == "zero" else UNKNOWN_SUB)
         if sub == "zero":
             expected = [Nack(cid, 400, "subscription_id must be non-zero")]
+            rule = "BLIP-ACK-002" if kind == "ack" else "BLIP-POLL-002"
         else:
             expected = [Nack(cid, 404, UNKNOWN_TAG)] if kind == "ack" else []
-        self._ready_or_401(frame, expected, f"{kind.upper()} of subscription {frame.subscription_id}")
+            rule = "BLIP-ACK-003" if kind == "ack" else "BLIP-POLL-003"
+        self._ready_or_401(frame, expected, f"{kind.upper()} of subscription {frame.subscription_id}", rule)
 
     # -- malformed payloads, unknown types --------------------------------------------------------
 
@@ -518,15 +545,16 @@ class BlipMachine(RuleBasedStateMachine):
                          label="type")
         wire = codec.encode_raw(codec.FrameType[name], cid, MALFORMED_PAYLOADS[name])
         if name == "HELLO" and self.phase != HELLO:
-            expected = Nack(cid, 400, "HELLO already performed")
+            expected, rule = Nack(cid, 400, "HELLO already performed"), "BLIP-HELLO-003"
         elif name == "AUTH" and self.phase != AUTH:
             expected = Nack(cid, 400, "HELLO not performed" if self.phase == HELLO else "already authenticated")
+            rule = "BLIP-AUTH-001" if self.phase == HELLO else "BLIP-AUTH-002"
         elif name in ("HELLO", "AUTH") or self.phase == READY:
-            expected = Nack(cid, 400, f"invalid {name} payload")
+            expected, rule = Nack(cid, 400, f"invalid {name} payload"), MALFORMED_RULES[name]
         else:
-            expected = Nack(cid, 401, "unauthenticated")
+            expected, rule = Nack(cid, 401, "unauthenticated"), "BLIP-AUTH-006"
         answers = self._exchange(wire, kind=MALFORMED)
-        assert answers == [expected], f"malformed {name} payload: expected {[expected]}, got {answers}"
+        _holds(answers == [expected], f"malformed {name} payload: expected {[expected]}, got {answers}", rule)
 
     @rule(cid=cids, type_byte=UNKNOWN_TYPES)
     def unknown_type(self, cid, type_byte):
@@ -535,9 +563,10 @@ class BlipMachine(RuleBasedStateMachine):
         self.reached[(self.phase, UNKNOWN)] += 1
         steps = {HELLO: 0, AUTH: 1, READY: 2}[self.phase]
         answers, closed = self.driver.probe(steps, codec.encode_raw(type_byte, cid))
-        assert answers == [] and closed, \
-            f"frame type {type_byte:#04x} in phase {self.phase}: got {answers}, " \
-            f"{'closed' if closed else 'still open'} (expected no answer and the connection closed)"
+        _holds(answers == [] and closed,
+               f"frame type {type_byte:#04x} in phase {self.phase}: got {answers}, "
+               f"{'closed' if closed else 'still open'} (expected no answer and the connection closed)",
+               "BLIP-FRAME-006")
 
     @invariant()
     def connection_open(self):
