@@ -21,3 +21,30 @@ def _machine(profile: str):
 
 TestDocument = _machine("document")
 TestVibeMQ18 = _machine("vibemq-1.8")
+
+
+class _ListsNoQueues(SessionDriver):
+    """The reference session, except that ListQueues always answers an empty list."""
+
+    def exchange(self, slot, messages):
+        from wirecheck.reference_impl.vibemq.constants import CommandType as T
+        return [m.__class__(T.LIST_QUEUES, m.id, m.queue, [], m.headers)
+                if m.type == T.LIST_QUEUES else m for m in super().exchange(slot, messages)]
+
+
+def test_a_broken_step_names_the_rule_it_checks():
+    """A target whose one defect is an empty ListQueues fails the run on VIBE-QUEUE-005 alone
+    (a Breach), not on the run's twenty-five requirements."""
+    import pytest
+    from hypothesis import Phase
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from wirecheck.conformance.verdicts import Breach
+
+    class Machine(VibeMachine):
+        def make_driver(self):
+            return _ListsNoQueues("document")
+    with pytest.raises(Breach) as failed:
+        run_state_machine_as_test(Machine, settings=settings(_SETTINGS, max_examples=200, database=None,
+                                                             derandomize=True, phases=(Phase.generate, Phase.shrink)))
+    assert failed.value.requirements == ("VIBE-QUEUE-005",), failed.value

@@ -42,14 +42,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import (Bundle, RuleBasedStateMachine, consumes, initialize, invariant,
                                  multiple, precondition, rule)
 
-from wirecheck.conformance.verdicts import Breach
 from wirecheck.reference_impl.blipmq import codec
 from wirecheck.reference_impl.blipmq.codec import Ack, Auth, Hello, Nack, Ping, Poll, Pong, Publish, Subscribe
 from wirecheck.reference_impl.blipmq.session import DEFAULT_API_KEY, BlipSession
 from wirecheck.reference_impl.blipmq.state import BrokerState
 from wirecheck.reference_impl.core.errors import FrameError
 
-from .state_matrix import MALFORMED, UNKNOWN, Matrix, probe_answers
+from .state_matrix import MALFORMED, UNKNOWN, Matrix, holds, probe_answers
 
 #: Barrier PINGs use ids above every id the machine draws, so they cannot be confused.
 BARRIER_BASE = 2**63 + 0xB10B_0000
@@ -80,13 +79,7 @@ MALFORMED_RULES = {"HELLO": "BLIP-HELLO-004", "AUTH": "BLIP-AUTH-003", "PUBLISH"
                    "SUBSCRIBE": "BLIP-SUB-001", "ACK": "BLIP-ACK-001", "POLL": "BLIP-POLL-001"}
 
 
-def _holds(condition: bool, text: str, rule: str | None) -> None:
-    """A check of the machine's: failing, a :class:`Breach` of ``rule`` (the requirement the
-    step checks), or without one a plain failure of the run's requirements."""
-    if not condition:
-        if rule is None:
-            raise AssertionError(text)
-        raise Breach(text, rule)
+
 #: Type bytes no frame has ("Frame Types": 0x01-0x09).
 UNKNOWN_TYPES = st.sampled_from((0x00, 0x0A, 0x10, 0x7F, 0xFF))
 
@@ -292,9 +285,9 @@ class BlipMachine(RuleBasedStateMachine):
         answers = self.driver.exchange([f if isinstance(f, bytes) else codec.encode(f) for f in frames])
         barrier = self.driver.barrier_answer
         if self.phase == READY:
-            _holds(isinstance(barrier, Pong), f"PING once authenticated got {barrier}, not PONG", "BLIP-PING-001")
+            holds(isinstance(barrier, Pong), f"PING once authenticated got {barrier}, not PONG", "BLIP-PING-001")
         else:
-            _holds(barrier == Nack(barrier.correlation_id, 401, "unauthenticated"),
+            holds(barrier == Nack(barrier.correlation_id, 401, "unauthenticated"),
                    f"PING before AUTH completed got {barrier}, not NACK(401, \"unauthenticated\")", "BLIP-AUTH-006")
         return answers
 
@@ -302,7 +295,7 @@ class BlipMachine(RuleBasedStateMachine):
         """``frame`` must get ``expected``; a difference breaks ``rule``, the one the step
         checks (None: the run's requirements, all of them)."""
         answers = self._exchange(frame, phase=phase)
-        _holds(answers == expected, f"{what}: expected {expected}, got {answers}", rule)
+        holds(answers == expected, f"{what}: expected {expected}, got {answers}", rule)
 
     def _ready_or_401(self, frame, expected: list, what: str, rule: str) -> None:
         if self.phase == READY:
@@ -376,7 +369,7 @@ class BlipMachine(RuleBasedStateMachine):
             expected, rule = [Pong(i) for i in ids], "BLIP-PING-001"
         else:
             expected, rule = [Nack(f.correlation_id, 401, "unauthenticated") for f in frames], "BLIP-AUTH-006"
-        _holds(answers == expected, f"{frames}: expected {expected}, got {answers}", rule)
+        holds(answers == expected, f"{frames}: expected {expected}, got {answers}", rule)
 
     # -- publish / subscribe ---------------------------------------------------------------------
 
@@ -401,7 +394,7 @@ class BlipMachine(RuleBasedStateMachine):
         answers = self._exchange(*frames)
         expected = [] if self.phase == READY else [Nack(f.correlation_id, 401, "unauthenticated")
                                                    for f in frames]
-        _holds(answers == expected, f"PUBLISH x{len(frames)} to {topic}: expected {expected}, got {answers}",
+        holds(answers == expected, f"PUBLISH x{len(frames)} to {topic}: expected {expected}, got {answers}",
                "BLIP-PUB-004" if self.phase == READY else "BLIP-AUTH-006")
         if self.phase != READY:
             return
@@ -423,11 +416,11 @@ class BlipMachine(RuleBasedStateMachine):
                                "BLIP-SUB-002" if defect == "empty topic" else "BLIP-SUB-003")
             return multiple()
         answers = self._exchange(frame)
-        _holds(len(answers) == 1 and isinstance(answers[0], Ack) and answers[0].correlation_id == cid,
+        holds(len(answers) == 1 and isinstance(answers[0], Ack) and answers[0].correlation_id == cid,
                f"SUBSCRIBE: expected ACK({cid}, new id), got {answers}", "BLIP-SUB-004")
         sub_id = answers[0].subscription_id
-        _holds(sub_id != 0, "SUBSCRIBE answered with subscription_id 0", "BLIP-SUB-005")
-        _holds(sub_id not in self.subs, f"SUBSCRIBE reused subscription id {sub_id}", "BLIP-SUB-005")
+        holds(sub_id != 0, "SUBSCRIBE answered with subscription_id 0", "BLIP-SUB-005")
+        holds(sub_id not in self.subs, f"SUBSCRIBE reused subscription id {sub_id}", "BLIP-SUB-005")
         self.subs[sub_id] = ModelSub(sub_id, topic, qos)
         return sub_id
 
@@ -453,28 +446,28 @@ class BlipMachine(RuleBasedStateMachine):
             answers = _without_redeliveries(answers)
         items = [sub.queue.popleft() for _ in range(min(count, len(sub.queue)))]
         # The first polls get the queued messages, the others nothing ("Returns no frame").
-        _holds(len(answers) == len(items) and all(isinstance(a, Publish) for a in answers),
+        holds(len(answers) == len(items) and all(isinstance(a, Publish) for a in answers),
                f"{count} POLLs with {len(items)} messages queued: expected {len(items)} PUBLISH, got {answers}",
                "BLIP-POLL-003" if len(answers) > len(items) else "BLIP-POLL-004")
         tags = []
         for i, (got, item) in enumerate(zip(answers, items)):
-            _holds((got.topic, got.message) == (sub.topic, item.message),
+            holds((got.topic, got.message) == (sub.topic, item.message),
                    f"POLL delivered {got}, expected topic {sub.topic!r} message {item.message!r} (publish order)",
                    "BLIP-PUB-007")
             effective = min(item.qos, sub.qos)
             allowed = {effective} if self.should else {effective, item.qos}
-            _holds(got.qos in allowed, f"delivery qos {got.qos}, expected {sorted(allowed)}",
+            holds(got.qos in allowed, f"delivery qos {got.qos}, expected {sorted(allowed)}",
                    "BLIP-PUB-010" if self.should else "BLIP-PUB-007")
             if got.qos == 0:
                 if self.should:
-                    _holds(got.correlation_id == cid + i, "a QoS0 delivery carries its POLL's correlation id",
+                    holds(got.correlation_id == cid + i, "a QoS0 delivery carries its POLL's correlation id",
                            "BLIP-PUB-009")
                 continue
             tag = got.correlation_id
             if self.should:
-                _holds(tag == item.tag, f"delivery tag {tag}, expected {item.tag} (per subscription, from 1)",
+                holds(tag == item.tag, f"delivery tag {tag}, expected {item.tag} (per subscription, from 1)",
                        "BLIP-QOS1-003")
-            _holds(tag not in sub.inflight, f"delivery tag {tag} is already in flight", "BLIP-PUB-008")
+            holds(tag not in sub.inflight, f"delivery tag {tag} is already in flight", "BLIP-PUB-008")
             sub.inflight[tag] = Queued(item.qos, item.message, tag)
             tags.append(tag)
         return tags
@@ -507,7 +500,7 @@ class BlipMachine(RuleBasedStateMachine):
                 sub.queue.append(item)       # redelivered later, same tag
             # else: delivered max_retries times, so the timer dropped it (BLIP-QOS1-002)
             return pair
-        _holds(answers == [], f"ACK of in-flight tag {tag}: expected [], got {answers}", "BLIP-ACK-004")
+        holds(answers == [], f"ACK of in-flight tag {tag}: expected [], got {answers}", "BLIP-ACK-004")
         del sub.inflight[tag]
         return pair
 
@@ -554,7 +547,7 @@ class BlipMachine(RuleBasedStateMachine):
         else:
             expected, rule = Nack(cid, 401, "unauthenticated"), "BLIP-AUTH-006"
         answers = self._exchange(wire, kind=MALFORMED)
-        _holds(answers == [expected], f"malformed {name} payload: expected {[expected]}, got {answers}", rule)
+        holds(answers == [expected], f"malformed {name} payload: expected {[expected]}, got {answers}", rule)
 
     @rule(cid=cids, type_byte=UNKNOWN_TYPES)
     def unknown_type(self, cid, type_byte):
@@ -563,7 +556,7 @@ class BlipMachine(RuleBasedStateMachine):
         self.reached[(self.phase, UNKNOWN)] += 1
         steps = {HELLO: 0, AUTH: 1, READY: 2}[self.phase]
         answers, closed = self.driver.probe(steps, codec.encode_raw(type_byte, cid))
-        _holds(answers == [] and closed,
+        holds(answers == [] and closed,
                f"frame type {type_byte:#04x} in phase {self.phase}: got {answers}, "
                f"{'closed' if closed else 'still open'} (expected no answer and the connection closed)",
                "BLIP-FRAME-006")

@@ -15,6 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from wirecheck.conformance.verdicts import Breach
+
 UNKNOWN = "unknown type"
 MALFORMED = "malformed"
 
@@ -87,3 +89,13 @@ def probe_answers(recv, is_barrier, limit: int, on_answer=None) -> tuple[list, o
                 raise TargetError(f"{len(answers)} answers on a probe connection and no barrier answer")
     except TargetClosed:
         return answers, None
+
+
+def holds(condition, text: str, rule: str | None) -> None:
+    """A check of a state machine's: failing, a :class:`~conformance.verdicts.Breach` of
+    ``rule`` (the requirement the step checks, charged alone), or without one a plain failure
+    of the run's requirements, all of them."""
+    if not condition:
+        if rule is None:
+            raise AssertionError(text)
+        raise Breach(text, rule)

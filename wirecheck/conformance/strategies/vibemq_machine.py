@@ -57,7 +57,7 @@ from wirecheck.reference_impl.vibemq.constants import PRIORITIES, CommandType as
 from wirecheck.reference_impl.vibemq.session import DEFAULT_PASSWORD
 from wirecheck.reference_impl.vibemq.state import parse_priority
 
-from .state_matrix import MALFORMED, UNKNOWN, Matrix
+from .state_matrix import MALFORMED, UNKNOWN, Matrix, holds
 # WireDriver and SessionDriver: the suite and the tests import them from here.
 from .vibemq_drivers import QUEUE_POOL, SessionDriver, WireDriver  # noqa: F401
 
@@ -112,6 +112,34 @@ class Msg:
     priority: int
     seq: int
     attempts: int = 0            # deliveries so far (RoundRobin/PriorityBased, as the broker counts)
+
+
+#: The rule a request's answer is checked against, by the request's type.
+REPLY_RULES = {T.CREATE_QUEUE: "VIBE-QUEUE-001", T.DELETE_QUEUE: "VIBE-QUEUE-003", T.QUEUE_INFO: "VIBE-QUEUE-004",
+               T.LIST_QUEUES: "VIBE-QUEUE-005", T.SUBSCRIBE: "VIBE-SUB-001", T.UNSUBSCRIBE: "VIBE-SUB-002",
+               T.PUBLISH: "VIBE-PUB-001", T.PING: "VIBE-PING-001", T.ACK: "VIBE-ACK-001", T.CONNECT: "VIBE-CONN-001"}
+#: An Error the model expects, by its code.
+ERROR_RULES = {"QUEUE_EXISTS": "VIBE-QUEUE-002", "QUEUE_NOT_FOUND": "VIBE-ERR-002",
+               "INVALID_MESSAGE": "VIBE-MSG-006", "UNKNOWN_COMMAND": "VIBE-MSG-006"}
+#: Who gets a delivery, by the queue's mode (tests/vibemq suite test_delivery.py).
+MODE_RULES = {"RoundRobin": "VIBE-MODE-001", "FanOutWithAck": "VIBE-MODE-002", "FanOutWithoutAck": "VIBE-MODE-003",
+              "PriorityBased": "VIBE-MODE-004"}
+
+
+def reply_rule(messages: list, got: list, want: list):
+    """The rule a difference between the answers ``got`` and the model's ``want`` to
+    ``messages`` breaks: at the first answer that differs, an expected Error's by its code,
+    else the rule of the request it answers; an answer where none is due, the request's."""
+    for i, w in enumerate(want):
+        g = got[i] if i < len(got) else None
+        if g is not None and (g.type, g.id, g.error_code) == (w.type, w.id, w.error_code) and g == w:
+            continue
+        if w.type == T.ERROR:
+            return ERROR_RULES.get(w.error_code, "VIBE-ERR-001")
+        request = next((m for m in messages if getattr(m, "id", None) == w.id), None)
+        return REPLY_RULES.get(getattr(request, "type", None))
+    kinds = {getattr(m, "type", None) for m in messages}
+    return REPLY_RULES.get(next(iter(kinds))) if len(kinds) == 1 else None
 
 
 @dataclass
@@ -243,9 +271,9 @@ class VibeMachine(RuleBasedStateMachine):
         for s, answers in got.items():
             others = [m for m in answers if m.type != T.DELIVER]
             want = replies if s == slot else []
-            assert len(others) == len(want) and all(self._same(g, w) for g, w in zip(others, want)), \
-                (f"connection {s} after {_short(messages)}:\n  got  {_short(others)}\n  want "
-                 f"{_short(want)}")
+            holds(len(others) == len(want) and all(self._same(g, w) for g, w in zip(others, want)),
+                   f"connection {s} after {_short(messages)}:\n  got  {_short(others)}\n  want {_short(want)}",
+                   reply_rule(messages, others, want))
         delivered = {self.keys[s]: deque(m for m in answers if m.type == T.DELIVER) for s, answers in got.items()}
         if unordered:
             delivered = {k: deque(sorted(v, key=lambda m: m.id)) for k, v in delivered.items()}
@@ -253,15 +281,18 @@ class VibeMachine(RuleBasedStateMachine):
         fresh = []
         for expected in slots:
             hits = [k for k in expected.candidates if delivered.get(k) and delivered[k][0].id == expected.message.id]
-            assert len(hits) == 1, (f"{expected.message.id} to one of connections {expected.candidates}: "
-                                    f"next deliveries {({k: _short(v)[:1] for k, v in delivered.items()})}")
+            holds(len(hits) == 1, f"{expected.message.id} to one of connections {expected.candidates}: "
+                   f"next deliveries {({k: _short(v)[:1] for k, v in delivered.items()})}",
+                   MODE_RULES.get(getattr(self.model.get(expected.message.queue), "mode", None), "VIBE-DEL-001"))
             key = hits[0]
             message = delivered[key].popleft()
             want = self._deliver(expected.message, expected.attempts)
-            assert self._same(message, want), f"got {codec.frame_to_dict(message)}, want {codec.frame_to_dict(want)}"
+            holds(self._same(message, want), f"got {codec.frame_to_dict(message)}, want {codec.frame_to_dict(want)}",
+                   "VIBE-DEL-002")
             if expected.queue is not None:
-                assert key not in expected.queue.recent, \
-                    f"RoundRobin: {key} again before every subscriber had its turn ({list(expected.queue.recent)})"
+                holds(key not in expected.queue.recent,
+                       f"RoundRobin: {key} again before every subscriber had its turn ({list(expected.queue.recent)})",
+                       "VIBE-MODE-001")
                 expected.queue.recent.append(key)
             if expected.track is not None:
                 t = expected.track
@@ -269,7 +300,7 @@ class VibeMachine(RuleBasedStateMachine):
                     Flight(t.message, t.attempts, t.max_retries, t.requeue))
                 fresh.append((key, message.id))
         extra = {k: _short(v) for k, v in delivered.items() if v}
-        assert not extra, f"deliveries the model does not expect: {extra}"
+        holds(not extra, f"deliveries the model does not expect: {extra}", "VIBE-DEL-001")
         return fresh
 
     def _ask(self, slot: int, request: Message, kind: int) -> Message:
@@ -277,12 +308,13 @@ class VibeMachine(RuleBasedStateMachine):
         self.driver.pace()
         self._record(READY, [request])
         answers = self.driver.exchange(slot, [request])
-        assert len(answers) == 1 and answers[0].type == kind and answers[0].id == request.id, \
-            f"{codec.frame_to_dict(request)}: got {_short(answers)}"
+        rule = REPLY_RULES.get(request.type)
+        holds(len(answers) == 1 and answers[0].type == kind and answers[0].id == request.id,
+               f"{codec.frame_to_dict(request)}: got {_short(answers)}", rule)
         for other in range(CONNECTIONS):
             if other != slot:
                 got = self.driver.exchange(other, [])
-                assert got == [], f"connection {other} after {codec.frame_to_dict(request)}: {_short(got)}"
+                holds(got == [], f"connection {other} after {codec.frame_to_dict(request)}: {_short(got)}", rule)
         return answers[0]
 
     def _same(self, got: Message, want: Message) -> bool:
@@ -440,20 +472,20 @@ class VibeMachine(RuleBasedStateMachine):
         mode = queue.mode if self.driver.feature("queue_info_names", True) else MODES.index(queue.mode)
         want = {"name": name, "messageCount": len(queue.waiting), "subscriberCount": len(queue.subscribers),
                 "deliveryMode": mode, "maxSize": queue.max_size}
-        assert isinstance(info, dict) and {k: info.get(k) for k in want} == want, \
-            f"QueueInfo({name}): got {info}, want {want}"
-        assert isinstance(info.get("createdAt"), str) and info["createdAt"], info
-        assert answer.queue == name or not self.exact, answer
+        holds(isinstance(info, dict) and {k: info.get(k) for k in want} == want,
+               f"QueueInfo({name}): got {info}, want {want}", "VIBE-QUEUE-004")
+        holds(isinstance(info.get("createdAt"), str) and info["createdAt"], repr(info), "VIBE-QUEUE-004")
+        holds(answer.queue == name or not self.exact, repr(answer), "VIBE-QUEUE-004")
 
     @rule(conn=conns)
     def list_queues(self, conn):
         request = Message(T.LIST_QUEUES, self.new_id("list"))
         answer = self._ask(conn, request, T.LIST_QUEUES)
-        assert isinstance(answer.payload, list), answer
+        holds(isinstance(answer.payload, list), repr(answer), "VIBE-QUEUE-005")
         listed = set(answer.payload)
         if not self.driver.exclusive:
             listed &= set(self.driver.queue_names)
-        assert listed == set(self.model), f"ListQueues: {sorted(listed)}, model {sorted(self.model)}"
+        holds(listed == set(self.model), f"ListQueues: {sorted(listed)}, model {sorted(self.model)}", "VIBE-QUEUE-005")
 
     # -- rules: subscriptions and messages -------------------------------------------------------
 
@@ -546,7 +578,7 @@ class VibeMachine(RuleBasedStateMachine):
         self.driver.pace()
         self._record(READY, [Message(T.DISCONNECT, "")])
         got = self.driver.disconnect(conn, Message(T.DISCONNECT, self.new_id("bye")))
-        assert got == [], f"answers to Disconnect: {_short(got)}"
+        holds(got == [], f"answers to Disconnect: {_short(got)}", "VIBE-CONN-004")
         self.reached[(AWAIT_CONNECT, T.CONNECT.name)] += 1
         self.driver.open(conn)
         self.keys[conn] = next(self._keys)
@@ -564,10 +596,10 @@ class VibeMachine(RuleBasedStateMachine):
         self.driver.pace()
         self._record(READY, [request])
         answers = self.driver.exchange(conn, [request])
-        assert len(answers) == 1 and answers[0].type == T.CONNECT_ACK and answers[0].error_code is None, \
-            f"a second Connect: got {_short(answers)}, expected one ConnectAck"
-        assert answers[0].id == request.id or not self.document, \
-            f"ConnectAck {answers[0].id!r} to Connect {request.id!r}"
+        holds(len(answers) == 1 and answers[0].type == T.CONNECT_ACK and answers[0].error_code is None,
+               f"a second Connect: got {_short(answers)}, expected one ConnectAck", "VIBE-CONN-001")
+        holds(answers[0].id == request.id or not self.document,
+               f"ConnectAck {answers[0].id!r} to Connect {request.id!r}", "VIBE-CONN-001")
 
     @precondition(lambda self: self.should)
     @rule(conn=conns, type_byte=UNKNOWN_TYPES)
@@ -599,9 +631,9 @@ class VibeMachine(RuleBasedStateMachine):
         sent = (malformed(reading) if kind == MALFORMED else
                 retyped(codec.encode(Message(T.PING, self.new_id("probe")), reading), type_byte, reading))
         answers, closed = self.driver.probe(connected, [sent])
-        assert all(m.type == T.ERROR for m in answers) and (answers or closed), \
-            f"{phase}: {kind}: got {_short(answers)} ({'closed' if closed else 'open'}), " \
-            "expected an Error or the connection closed"
+        holds(all(m.type == T.ERROR for m in answers) and (answers or closed),
+               f"{phase}: {kind}: got {_short(answers)} ({'closed' if closed else 'open'}), "
+               "expected an Error or the connection closed", "VIBE-MSG-005" if kind == MALFORMED else "VIBE-MSG-006")
 
     def _probe(self, connected, kind, type_byte):
         """One message on a fresh connection. Before Connect (``connected`` False): Connect gets
@@ -637,9 +669,10 @@ class VibeMachine(RuleBasedStateMachine):
             closes = False
         answers, closed = self.driver.probe(connected, sent)
         got = [(m.type, m.id, m.error_code) for m in answers]
-        assert got == want and closed == closes, \
-            f"{phase}: {kind if isinstance(kind, str) else kind.name} got {_short(answers)} " \
-            f"({'closed' if closed else 'open'}), expected {want} ({'closed' if closes else 'open'})"
+        holds(got == want and closed == closes,
+               f"{phase}: {kind if isinstance(kind, str) else kind.name} got {_short(answers)} "
+               f"({'closed' if closed else 'open'}), expected {want} ({'closed' if closes else 'open'})",
+               "VIBE-MSG-005" if kind == MALFORMED else "VIBE-CONN-003")
 
     @precondition(lambda self: self.driver.clock_control)
     @rule(target=deliveries)
