@@ -412,6 +412,9 @@ class Supervisor:
         self.ended: list[dict] = []
         self.gone: str | None = None
         self.stopped = -1
+        #: called before a deliberate kill (a crash-recovery test's, the spin watch's restart):
+        #: what would go with the process is looked at first (target_health.SpinWatch.look_now)
+        self.before_kill = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="wirecheck-supervisor", daemon=True)
         self._save()
@@ -468,6 +471,11 @@ class Supervisor:
         self._save()
 
     def _kill_and_start(self, killed_for: str) -> None:
+        if self.before_kill is not None:
+            try:
+                self.before_kill()
+            except Exception:        # noqa: BLE001 - a look that fails must not keep the kill from happening
+                pass
         status = self.managed.exit_status()
         status = (f"killed with SIGKILL by the kit for {killed_for}" if status == "running"
                   else f"already down before the kit's kill -9 ({status})")

@@ -181,11 +181,15 @@ def start_watch(config, spec, per_test: float, strict: bool) -> None:
         watch.saw_alive()
     if managed is not None:
         from wirecheck.conformance.target_health import SpinWatch
-        config.stash[_MANAGED_KEY] = (managed, Supervisor(managed, watch.folder).start())
-        config.stash[_SPINS_KEY] = SpinWatch(
+        supervisor = Supervisor(managed, watch.folder)
+        config.stash[_MANAGED_KEY] = (managed, supervisor)
+        spins = config.stash[_SPINS_KEY] = SpinWatch(
             lambda: managed.proc.pid if managed.proc is not None and managed.proc.poll() is None else None,
             watch.turn, os.path.join(watch.folder, "tests.jsonl"), os.path.join(watch.folder, "spins.json"),
-            ready_at=lambda: managed.ready_at, restart=lambda: _restart_after_spin(watch)).start()
+            ready_at=lambda: managed.ready_at, restart=lambda: _restart_after_spin(watch))
+        supervisor.before_kill = spins.look_now
+        supervisor.start()
+        spins.start()
 
 
 def _restart_after_spin(watch) -> None:

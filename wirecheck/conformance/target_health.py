@@ -234,10 +234,19 @@ class SpinWatch:
         late for a streak is checked now, with nothing running."""
         self._stop.set()
         self._thread.join(timeout=IDLE + 10)
+        self._look_at_high()
+
+    def look_now(self) -> None:
+        """Before the kit kills the target (a crash-recovery test, which holds the run's turn:
+        no other test runs): a thread high now is measured idle, as at the end of the run;
+        killed unmeasured, its spin would go with the process, charged to no test."""
+        self._look_at_high()
+
+    def _look_at_high(self) -> None:
         pgid = self.current_pgid()
         if not pgid or self._checks >= MAX_CHECKS:
             return
-        high = [k for k, h in self._history.items() if k not in self._reported and len(h) > 1
+        high = [k for k, h in list(self._history.items()) if k not in self._reported and len(h) > 1
                 and (h[-1][1] - h[0][1]) / max(h[-1][0] - h[0][0], 1e-9) >= SUSPECT]
         if not high:
             return
@@ -249,8 +258,9 @@ class SpinWatch:
         usage = cores(before, thread_times(pgid), IDLE)
         for key in high:
             name, share = usage.get(key, ("?", 0.0))
-            if share >= SPIN:
+            if share >= SPIN and key in self._history:
                 began = self._began(key)
+                self._reported.add(key)
                 self.spins.append({"thread": f"{name} ({key})", "cpu": round(share, 2),
                                    "since": began[0], "tests": self._tests_in(*began),
                                    "until": time.time(), "during": self._tests_in(began[0], time.time())})
