@@ -45,3 +45,28 @@ def test_over_the_wire(machine):
     def fresh_machine():
         return machine(lambda first, send: WireDriver(machine.profile, first, send, timeout=TIMEOUT))
     run_state_machine_as_test(fresh_machine, settings=WIRE)
+
+
+def test_a_broken_step_names_the_rule_it_checks():
+    """A server whose one defect is a destination spelled otherwise in the MESSAGE frames it
+    pushes fails the machine on MM2-MSG-001 alone (a Breach), not on its seventeen requirements."""
+    from hypothesis import Phase
+
+    from wirecheck.conformance.strategies.micromessage2_drivers import SessionDriver
+    from wirecheck.conformance.verdicts import Breach
+    from wirecheck.reference_impl.micromessage2.codec import Message
+
+    class Renaming(SessionDriver):
+        def collect(self, slot, errors):
+            return [Message(f.sequence, f.destination + "x", f.payload, f.properties) if isinstance(f, Message)
+                    else f for f in super().collect(slot, errors)]
+
+    class Machine(WindowMachine):
+        profile = "document"
+
+        def __init__(self):
+            super().__init__(lambda first, send: Renaming("document", first, send))
+    with pytest.raises(Breach) as failed:
+        run_state_machine_as_test(Machine, settings=settings(MEMORY, max_examples=200, database=None,
+                                                             derandomize=True, phases=(Phase.generate, Phase.shrink)))
+    assert failed.value.requirements == ("MM2-MSG-001",), failed.value

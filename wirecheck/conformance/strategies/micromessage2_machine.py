@@ -64,7 +64,7 @@ from wirecheck.reference_impl.micromessage2 import codec
 from wirecheck.reference_impl.micromessage2.codec import Error, ExtensionFrame, Message
 
 from .micromessage2_drivers import AWAIT_FINAL, AWAIT_OFFER, OPEN, SessionDriver
-from .state_matrix import MALFORMED, Matrix, excluding
+from .state_matrix import MALFORMED, Matrix, excluding, holds
 
 CONNECTIONS = 3
 TOPICS = ("topic/a", "topic/b")
@@ -237,7 +237,7 @@ class WindowMachine(RuleBasedStateMachine):
         self.reached[(AWAIT_OFFER, "HANDSHAKE")] += 1
         self.reached[(AWAIT_FINAL, "HANDSHAKE")] += 1
         names = self.driver.open(slot, terms)
-        assert names == terms.names, f"the final handshake has {names}, the model {terms.names}"
+        holds(names == terms.names, f"the final handshake has {names}, the model {terms.names}", "MM2-HS-011")
         conn = Conn(terms, last_pushed=self.first - 1, last_send=self.first_send - 1,
                     learn_first=getattr(self.driver, "learns_first", False))
         if slot == len(self.conns):
@@ -377,7 +377,7 @@ class WindowMachine(RuleBasedStateMachine):
         else:
             self.driver.settle(slot)
             self._step(None)
-        assert not conn.unacked_sends, f"SENDs {conn.unacked_sends} still un-acked"
+        holds(not conn.unacked_sends, f"SENDs {conn.unacked_sends} still un-acked", "MM2-ACK-010")
 
     def _advance(self, seconds: float) -> None:
         now = self.driver.advance(seconds)
@@ -443,10 +443,11 @@ class WindowMachine(RuleBasedStateMachine):
         for slot, conn in enumerate(self.conns):
             if conn.has_room():                # nobody with room is kept waiting
                 owed = {t: [m.n for m in q] for t, q in conn.topics.items() if q}
-                assert not owed, f"connection {slot} has room ({len(conn.outstanding)} of " \
-                                 f"{conn.window} in flight) and was not sent {owed}"
+                holds(not owed, f"connection {slot} has room ({len(conn.outstanding)} of "
+                      f"{conn.window} in flight) and was not sent {owed}",
+                      "MM2-MSG-005" if conn.window is None else "MM2-ACK-005")
                 stuck = {q: [m.n for m in self.waiting[q]] for q in conn.queues if self.waiting[q]}
-                assert not stuck, f"connection {slot} has room and reads queues still holding {stuck}"
+                holds(not stuck, f"connection {slot} has room and reads queues still holding {stuck}", "MM2-PS-003")
             if self.driver.exact and conn.window is not None:
                 assert self.driver.deadline(slot) == conn.due, \
                     f"connection {slot}: the session's next deadline is {self.driver.deadline(slot)}, " \
@@ -463,16 +464,16 @@ class WindowMachine(RuleBasedStateMachine):
             elif isinstance(frame, Error):
                 errors += 1
             else:
-                raise AssertionError(f"connection {slot}: unexpected {codec.frame_to_dict(frame)}")
+                raise Breach(f"connection {slot}: unexpected {codec.frame_to_dict(frame)}", "MM2-FRAME-001")
         assert errors == conn.expect_errors, \
             f"connection {slot}: {errors} ERROR frame(s), {conn.expect_errors} expected: {_short(frames)}"
         if self.driver.exact:
-            assert acks == conn.expect_acks, \
-                f"connection {slot}: acks of SENDs {acks}, the model expects {conn.expect_acks}"
+            holds(acks == conn.expect_acks,
+                  f"connection {slot}: acks of SENDs {acks}, the model expects {conn.expect_acks}", "MM2-ACK-010")
         if conn.window is not None:
             # "batch-ack": the receiver of a full window acks it before anything else.
-            assert len(conn.unacked_sends) < conn.window, \
-                f"connection {slot}: SENDs {conn.unacked_sends} (a full window) not acked"
+            holds(len(conn.unacked_sends) < conn.window,
+                  f"connection {slot}: SENDs {conn.unacked_sends} (a full window) not acked", "MM2-ACK-010")
         conn.expect_errors, conn.expect_acks = 0, []
 
     def _pushed(self, slot: int, conn: Conn, frame: Message, handed: dict) -> None:
@@ -480,33 +481,34 @@ class WindowMachine(RuleBasedStateMachine):
         if conn.learn_first:
             conn.last_pushed, conn.learn_first = before(frame.sequence), False
         want = after(conn.last_pushed)
-        assert frame.sequence == want, f"{what}: sequence number {frame.sequence}, {want} expected"
+        holds(frame.sequence == want, f"{what}: sequence number {frame.sequence}, {want} expected", "MM2-MSG-001")
         conn.last_pushed = want
         msg = self.messages.get(frame.payload)
-        assert msg is not None, f"{what}: never published"
-        assert (frame.destination, frame.properties) == (self.driver.destination(msg.destination), ()), \
-            f"{what}: not as published"
+        holds(msg is not None, f"{what}: never published", "MM2-MSG-001")
+        holds((frame.destination, frame.properties) == (self.driver.destination(msg.destination), ()),
+              f"{what}: not as published", "MM2-MSG-001")
         if conn.window is not None:
-            assert len(conn.outstanding) < conn.window, \
-                f"{what}: {len(conn.outstanding)} un-acked already, window {conn.window}"
+            holds(len(conn.outstanding) < conn.window,
+                  f"{what}: {len(conn.outstanding)} un-acked already, window {conn.window}",
+                  "MM2-ACK-003" if "batch-ack" in conn.terms.names else "MM2-ACK-002")
             conn.outstanding.append((frame.sequence, msg))
         if msg.destination in TOPICS:
             owed = conn.topics.get(msg.destination)
-            assert owed and owed[0] is msg, \
-                f"{what}: {msg.n} is not the next message owed on {msg.destination} " \
-                f"({[m.n for m in owed] if owed is not None else 'not subscribed'})"
+            holds(owed and owed[0] is msg,
+                  f"{what}: {msg.n} is not the next message owed on {msg.destination} "
+                  f"({[m.n for m in owed] if owed is not None else 'not subscribed'})", "MM2-PS-002")
             owed.popleft()
         else:
-            assert msg.destination in conn.queues, f"{what}: not subscribed to {msg.destination}"
+            holds(msg.destination in conn.queues, f"{what}: not subscribed to {msg.destination}", "MM2-PS-003")
             handed[msg.destination].append((slot, msg))
 
     def _acked_sends(self, slot: int, conn: Conn, frame: ExtensionFrame) -> int:
         what = f"connection {slot}: {codec.frame_to_dict(frame)}"
-        assert conn.terms.ack_id is not None and frame.extension_id == conn.terms.ack_id, \
-            f"{what}: not an ack (ack extension id {conn.terms.ack_id})"
-        assert len(frame.payload) == 2, f"{what}: an ack carries a u16"
+        holds(conn.terms.ack_id is not None and frame.extension_id == conn.terms.ack_id,
+              f"{what}: not an ack (ack extension id {conn.terms.ack_id})", "MM2-HS-011")
+        holds(len(frame.payload) == 2, f"{what}: an ack carries a u16", "MM2-ACK-007")
         (seq,) = _SEQ.unpack(frame.payload)
-        assert seq in conn.unacked_sends, f"{what}: SEND {seq} is not in flight ({conn.unacked_sends})"
+        holds(seq in conn.unacked_sends, f"{what}: SEND {seq} is not in flight ({conn.unacked_sends})", "MM2-ACK-005")
         del conn.unacked_sends[:conn.unacked_sends.index(seq) + 1]
         return seq
 
@@ -515,12 +517,13 @@ class WindowMachine(RuleBasedStateMachine):
         and each receiver got its share in queue order."""
         waiting = self.waiting[queue]
         head = list(waiting)[:len(taken)]
-        assert sorted(m.n for _, m in taken) == sorted(m.n for m in head), \
-            f"{queue} handed out {[(s, m.n) for s, m in taken]}, its oldest waiting are {[m.n for m in head]}"
+        holds(sorted(m.n for _, m in taken) == sorted(m.n for m in head),
+              f"{queue} handed out {[(s, m.n) for s, m in taken]}, its oldest waiting are {[m.n for m in head]}",
+              "MM2-PS-003")
         place = {m.n: i for i, m in enumerate(head)}
         for slot in range(CONNECTIONS):
             mine = [place[m.n] for s, m in taken if s == slot]
-            assert mine == sorted(mine), f"{queue}: connection {slot} got its messages out of order"
+            holds(mine == sorted(mine), f"{queue}: connection {slot} got its messages out of order", "MM2-PS-003")
         for _ in taken:
             waiting.popleft()
 
