@@ -75,8 +75,8 @@ from wirecheck.conformance.verdicts import Breach
 from .rabbitmq_stream_drivers import (AFTER_SASL_HANDSHAKE, BARRIER_BASE, HANDSHAKE, OPEN, OPENING, PHASES, PROBE_STREAM,
                                       STREAM_NAMES, TUNING, SessionDriver, probe_frame)
 from .rabbitmq_stream_model import (ModelPublisher, ModelStream, ModelSubscription, Want,
-                                    answer_key, exactly, one_of)
-from .state_matrix import MALFORMED, UNKNOWN, Matrix
+                                    answer_key, answer_rule, exactly, one_of)
+from .state_matrix import MALFORMED, UNKNOWN, Matrix, holds
 
 cids = st.integers(0, BARRIER_BASE - 16)     # the handshake uses cid .. cid + 4
 #: Create arguments: none, or a retention the machine never reaches. Every value is one the
@@ -106,6 +106,9 @@ HANDSHAKE_COMMANDS = ("PeerProperties", "SaslHandshake", "SaslAuthenticate", "Tu
 #: The handshake's own order: (phase, command) -> the answers it gets.
 IN_ORDER = {(HANDSHAKE, "PeerProperties"): 1, (HANDSHAKE, "SaslHandshake"): 1,
             (HANDSHAKE, "SaslAuthenticate"): 2, (TUNING, "Tune"): 0, (OPENING, "Open"): 1}
+#: The rule of a handshake command a probe expects answered, by the command.
+PROBE_ANSWERED = {"PeerProperties": "RMQS-HS-001", "SaslHandshake": "RMQS-HS-002", "SaslAuthenticate": "RMQS-HS-003",
+                  "Tune": "RMQS-HS-004", "Open": "RMQS-HS-005"}
 records = st.binary(max_size=16)
 #: A message body, or a sub-batch of 1-3 records (uncompressed or gzip) spanning 1-3 offsets.
 bodies = records | st.builds(SubBatchEntry.of, st.lists(records, min_size=1, max_size=3),
@@ -182,7 +185,7 @@ class StreamMachine(RuleBasedStateMachine):
                                        tuple(self.names.values()), settle)
         settle(answers)
         missing = self._missing()
-        assert not missing, f"after {what}: " + "; ".join(missing)
+        holds(not missing, f"after {what}: " + "; ".join(missing), self._missing_rule())
         self._check_barrier(self.driver.barrier_answer)
 
     def _take(self, frame) -> None:
@@ -192,15 +195,17 @@ class StreamMachine(RuleBasedStateMachine):
         if isinstance(frame, codec.PublishConfirm):
             for i in frame.publishing_ids:
                 pair = (frame.publisher_id, i)
-                assert self._confirms[pair] > 0, \
-                    f"PublishConfirm of publisher {pair[0]} id {i}: never published, or confirmed already"
+                holds(self._confirms[pair] > 0,
+                      f"PublishConfirm of publisher {pair[0]} id {i}: never published, or confirmed already",
+                      "RMQS-PUB-007")
                 self._confirms[pair] -= 1
             return
         if isinstance(frame, codec.PublishError):
             for i, code in frame.errors:
                 item = (frame.publisher_id, i, code)
-                assert self._errors[item] > 0, \
-                    f"PublishError publisher {item[0]} id {i} code {code}: expected {sorted(+self._errors)}"
+                holds(self._errors[item] > 0,
+                      f"PublishError publisher {item[0]} id {i} code {code}: expected {sorted(+self._errors)}",
+                      "RMQS-PUB-008")
                 self._errors[item] -= 1
             return
         if isinstance(frame, codec.Heartbeat) and self.heartbeat:
@@ -210,8 +215,8 @@ class StreamMachine(RuleBasedStateMachine):
                 and frame.code == Code.STREAM_NOT_AVAILABLE:
             self._may_update[frame.stream] -= 1
             return
-        assert want is not None, f"unexpected {frame}"
-        assert want.test(frame), f"{want.text}, got {frame}"
+        holds(want is not None, f"unexpected {frame}", answer_rule(frame))
+        holds(want.test(frame), f"{want.text}, got {frame}", want.rule)
 
     def _missing(self) -> list[str]:
         """What the step still waits for."""
@@ -226,6 +231,17 @@ class StreamMachine(RuleBasedStateMachine):
                                f"has chunks for it ({sub.delivered} delivered)")
         return missing
 
+    def _missing_rule(self) -> str | None:
+        """The rule of what the step still waits for, when that is one rule."""
+        rules = {w.rule for w in self._wants.values()}
+        if +self._confirms:
+            rules.add("RMQS-PUB-007")
+        if +self._errors:
+            rules.add("RMQS-PUB-008")
+        if any(self._wants_more(sub) for sub in self.subs.values()):
+            rules.add("RMQS-CREDIT-002")          # "the number of chunks that can be sent"
+        return rules.pop() if len(rules) == 1 else None
+
     def _wants_more(self, sub: ModelSubscription) -> bool:
         if sub.credit <= 0:
             return False
@@ -237,32 +253,33 @@ class StreamMachine(RuleBasedStateMachine):
         codes = {m.stream: m.code for m in barrier.streams}
         expected = {self.names[n]: Code.OK if n in self.model else Code.STREAM_DOES_NOT_EXIST
                     for n in STREAM_NAMES}
-        assert codes == expected, f"Metadata says {codes}, the model {expected}"
+        holds(codes == expected, f"Metadata says {codes}, the model {expected}", "RMQS-META-003")
         brokers = {b.reference: b for b in barrier.brokers}
         for m in barrier.streams:
             if m.code == Code.OK:
                 leader = brokers.get(m.leader)
-                assert leader is not None and leader.host and 0 < leader.port < 65536, \
-                    f"Metadata: leader {m.leader} of {m.stream} is not a broker of {barrier.brokers}"
+                holds(leader is not None and leader.host and 0 < leader.port < 65536,
+                      f"Metadata: leader {m.leader} of {m.stream} is not a broker of {barrier.brokers}", "RMQS-META-002")
 
     def _delivered(self, frame) -> None:
         """A Deliver: it must be the next chunk of its subscription (see ModelSubscription)."""
         sub_id = frame.subscription_id
         sub = self.subs.get(sub_id)
-        assert sub is not None, f"Deliver for subscription {sub_id}, which does not exist: {frame}"
-        assert frame.version == (2 if self.v2 else 1), f"Deliver version {frame.version}"
+        holds(sub is not None, f"Deliver for subscription {sub_id}, which does not exist: {frame}", "RMQS-DELIVER-001")
+        holds(frame.version == (2 if self.v2 else 1), f"Deliver version {frame.version}",
+              "RMQS-NEW-003" if self.v2 else "RMQS-DELIVER-001")
         chunk = frame.chunk
         if frame.version == 2:
             # A chunk is delivered once committed: the committed chunk id (a chunk's id is its
             # first offset) is at least this chunk's.
-            assert frame.committed_chunk_id >= chunk.first_offset, frame
-        assert chunk.chunk_type == ChunkType.USER, \
-            f"subscription {sub_id}: a chunk of type {chunk.chunk_type}"
-        assert sub.credit > 0, \
-            f"subscription {sub_id}: a chunk beyond its credit ({sub.granted} given, " \
-            f"{sub.delivered} delivered)"
+            holds(frame.committed_chunk_id >= chunk.first_offset, repr(frame), "RMQS-NEW-003")
+        holds(chunk.chunk_type == ChunkType.USER, f"subscription {sub_id}: a chunk of type {chunk.chunk_type}",
+              "RMQS-DELIVER-002")
+        holds(sub.credit > 0, f"subscription {sub_id}: a chunk beyond its credit ({sub.granted} given, "
+              f"{sub.delivered} delivered)", "RMQS-CREDIT-001")
         first = chunk.first_offset
-        assert first > sub.last_offset, f"subscription {sub_id}: offset {first} after {sub.last_offset}"
+        holds(first > sub.last_offset, f"subscription {sub_id}: offset {first} after {sub.last_offset}",
+              "RMQS-DELIVER-005")
         stream = self.model[sub.stream]
         count = chunk.num_entries
         if sub.mode == "last":
@@ -272,8 +289,8 @@ class StreamMachine(RuleBasedStateMachine):
             starts = [s for s in range(group, sub.next + 1) if s + count > sub.next]
         else:
             start = stream.next_user(sub.next)
-            assert start is not None, f"subscription {sub_id}: a chunk at offset {first}, and the " \
-                                      f"stream holds nothing more for it"
+            holds(start is not None, f"subscription {sub_id}: a chunk at offset {first}, and the "
+                  f"stream holds nothing more for it", "RMQS-DELIVER-005")
             starts = [start]
         got = chunk.messages()
         for start in starts:
@@ -287,10 +304,10 @@ class StreamMachine(RuleBasedStateMachine):
             room = [(self._offset_text(stream, s), [r for e in stream.entries[s:stream.group_end(s)]
                                                     for r in e.records or ()])
                     for s in starts if 0 <= s < len(stream.entries)]
-            raise AssertionError(
+            raise Breach(
                 f"subscription {sub_id}: chunk at offset {first} with {count} entries, "
                 f"{chunk.num_records} records {got}; expected a chunk at (offset, records of its "
-                f"Publish from there) {room}")
+                f"Publish from there) {room}", "RMQS-DELIVER-004")
         if width is not None:
             self.width = width
         stream.learn(start, count)
@@ -361,23 +378,25 @@ class StreamMachine(RuleBasedStateMachine):
         self._record(TUNING, "Tune")
         self._record(OPENING, "Open")
         got = answers(codec.PeerProperties(cid, {"product": "machine"}), 1)
-        assert len(got) == 1 and isinstance(got[0], codec.PeerPropertiesResponse), got
-        assert (got[0].correlation_id, got[0].code) == (cid, Code.OK), got
+        holds(len(got) == 1 and isinstance(got[0], codec.PeerPropertiesResponse)
+              and (got[0].correlation_id, got[0].code) == (cid, Code.OK), repr(got), "RMQS-HS-001")
         got = answers(codec.SaslHandshake(cid + 1), 1)
-        assert len(got) == 1 and isinstance(got[0], codec.SaslHandshakeResponse), got
-        assert (got[0].correlation_id, got[0].code) == (cid + 1, Code.OK), got
-        assert "PLAIN" in got[0].mechanisms, got
+        holds(len(got) == 1 and isinstance(got[0], codec.SaslHandshakeResponse)
+              and (got[0].correlation_id, got[0].code) == (cid + 1, Code.OK) and "PLAIN" in got[0].mechanisms,
+              repr(got), "RMQS-HS-002")
         got = answers(codec.SaslAuthenticate(
             cid + 2, "PLAIN", b"\0" + d.user.encode() + b"\0" + d.password.encode()), 2)
-        assert len(got) == 2 and got[0] == codec.SaslAuthenticateResponse(cid + 2, Code.OK), got
-        assert isinstance(got[1], codec.Tune), f"no Tune after SaslAuthenticate: {got}"
+        holds(len(got) == 2 and got[0] == codec.SaslAuthenticateResponse(cid + 2, Code.OK), repr(got), "RMQS-HS-003")
+        holds(isinstance(got[1], codec.Tune), f"no Tune after SaslAuthenticate: {got}", "RMQS-HS-004")
         as_request = tune == "request" and self.should
         answer = (codec.Tune if as_request else codec.TuneResponse)(frame_max, heartbeat)
-        assert d.exchange([codec.encode(answer)], False) == []
+        got = d.exchange([codec.encode(answer)], False)
+        holds(got == [], f"answers to the client's {type(answer).__name__}: {got}",
+              "RMQS-HS-013" if as_request else "RMQS-HS-004")
         self.heartbeat = heartbeat
         got = answers(codec.Open(cid + 3, d.vhost), 1)
-        assert len(got) == 1 and isinstance(got[0], codec.OpenResponse), got
-        assert (got[0].correlation_id, got[0].code) == (cid + 3, Code.OK), got
+        holds(len(got) == 1 and isinstance(got[0], codec.OpenResponse)
+              and (got[0].correlation_id, got[0].code) == (cid + 3, Code.OK), repr(got), "RMQS-HS-005")
         if versions and self.should and d.keys_26_30:
             wanted = ((Key.PUBLISH, 1, 2), (Key.DELIVER, 1, 2))
 
@@ -461,10 +480,11 @@ class StreamMachine(RuleBasedStateMachine):
         answers, closed = d.probe(phase, probe_frame(kind, cid, d.user, d.password, d.vhost), closes, after)
         what = f"{kind} on a connection in phase {phase}: got {answers} ({'closed' if closed else 'open'})"
         if not closes:
-            assert not closed and len(answers) == count, f"{what}, expected {count} answer(s), open"
+            rule = PROBE_ANSWERED.get(kind)
+            holds(not closed and len(answers) == count, f"{what}, expected {count} answer(s), open", rule)
             codes = [getattr(f, "code", Code.OK) for f in answers]
-            assert all(c == Code.OK for c in codes) and all(
-                getattr(f, "correlation_id", cid) == cid for f in answers), f"{what}: not code 1"
+            holds(all(c == Code.OK for c in codes) and all(getattr(f, "correlation_id", cid) == cid for f in answers),
+                  f"{what}: not code 1", rule)
             return
         if phase != OPEN and kind not in HANDSHAKE_COMMANDS and kind != MALFORMED:
             # another command before Open: the document's sentence binds the client, so what
@@ -472,15 +492,17 @@ class StreamMachine(RuleBasedStateMachine):
             if not closed or not all(isinstance(f, codec.Close) and f.code == Code.UNKNOWN_FRAME for f in answers):
                 raise Breach(f"{what}, expected no answer (or Close(13)) and the end", "RMQS-HS-006")
             return
-        assert closed, f"{what}: the connection must end"
+        rule = ("RMQS-FRAME-013" if kind == MALFORMED else None if phase != OPEN else
+                "RMQS-CLOSE-001" if kind == "Close" else "RMQS-FRAME-009" if kind == UNKNOWN else "RMQS-HS-014")
+        holds(closed, f"{what}: the connection must end", rule)
         if phase == OPEN and kind == "Close":
-            assert answers == [codec.CloseResponse(cid, Code.OK)], f"{what}, expected CloseResponse({cid}, 1)"
+            holds(answers == [codec.CloseResponse(cid, Code.OK)], f"{what}, expected CloseResponse({cid}, 1)", rule)
         elif phase == OPEN and (kind == UNKNOWN or self.should):
-            assert [(type(f), getattr(f, "code", None)) for f in answers] == [(codec.Close, Code.UNKNOWN_FRAME)], \
-                f"{what}, expected Close(13)"
+            holds([(type(f), getattr(f, "code", None)) for f in answers] == [(codec.Close, Code.UNKNOWN_FRAME)],
+                  f"{what}, expected Close(13)", rule)
         else:
-            assert all(isinstance(f, codec.Close) and f.code == Code.UNKNOWN_FRAME for f in answers), \
-                f"{what}, expected no answer (or Close(13))"
+            holds(all(isinstance(f, codec.Close) and f.code == Code.UNKNOWN_FRAME for f in answers),
+                  f"{what}, expected no answer (or Close(13))", rule)
 
     # -- streams ---------------------------------------------------------------------------------
 

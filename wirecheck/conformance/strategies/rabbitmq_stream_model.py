@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from wirecheck.reference_impl.rabbitmq_stream import codec
+from wirecheck.reference_impl.rabbitmq_stream.constants import Code
 
 
 @dataclass
@@ -126,10 +127,46 @@ class ModelSubscription:
 
 @dataclass
 class Want:
-    """An answer the step expects: identified by ``key``, judged by ``test``."""
+    """An answer the step expects: identified by ``key``, judged by ``test``; ``rule``: the
+    requirement a wrong or missing answer breaks (None: the run's, all of them)."""
     key: tuple
     test: Callable
     text: str
+    rule: str | None = None
+
+
+#: The rule an answer is checked against, by its type, then (type, code) where the code names
+#: a rule of its own ("Stream does not exist 2", ...).
+ANSWER_RULES = {
+    "PeerPropertiesResponse": "RMQS-HS-001", "SaslHandshakeResponse": "RMQS-HS-002",
+    "SaslAuthenticateResponse": "RMQS-HS-003", "Tune": "RMQS-HS-004", "OpenResponse": "RMQS-HS-005",
+    "CreateResponse": "RMQS-STREAM-001", "DeleteResponse": "RMQS-STREAM-007",
+    "DeclarePublisherResponse": "RMQS-PUB-001", "DeletePublisherResponse": "RMQS-PUB-005",
+    "QueryPublisherSequenceResponse": "RMQS-PUB-011", "PublishConfirm": "RMQS-PUB-007",
+    "PublishError": "RMQS-PUB-008", "SubscribeResponse": "RMQS-SUB-001", "UnsubscribeResponse": "RMQS-UNSUB-001",
+    "CreditResponse": "RMQS-CREDIT-003", "QueryOffsetResponse": "RMQS-OFFSET-002",
+    "MetadataResponse": "RMQS-META-001", "MetadataUpdate": "RMQS-META-006", "RouteResponse": "RMQS-ROUTE-001",
+    "PartitionsResponse": "RMQS-PART-001", "Deliver": "RMQS-DELIVER-001", "CloseResponse": "RMQS-CLOSE-001",
+}
+CODE_RULES = {
+    ("CreateResponse", Code.STREAM_ALREADY_EXISTS): "RMQS-STREAM-002",
+    ("CreateResponse", Code.PRECONDITION_FAILED): "RMQS-STREAM-003",
+    ("DeleteResponse", Code.STREAM_DOES_NOT_EXIST): "RMQS-STREAM-008",
+    ("DeclarePublisherResponse", Code.STREAM_DOES_NOT_EXIST): "RMQS-PUB-002",
+    ("DeletePublisherResponse", Code.PUBLISHER_DOES_NOT_EXIST): "RMQS-PUB-006",
+    ("QueryPublisherSequenceResponse", Code.STREAM_DOES_NOT_EXIST): "RMQS-PUB-013",
+    ("SubscribeResponse", Code.SUBSCRIPTION_ID_ALREADY_EXISTS): "RMQS-SUB-008",
+    ("SubscribeResponse", Code.STREAM_DOES_NOT_EXIST): "RMQS-SUB-009",
+    ("UnsubscribeResponse", Code.SUBSCRIPTION_ID_DOES_NOT_EXIST): "RMQS-UNSUB-002",
+    ("QueryOffsetResponse", Code.STREAM_DOES_NOT_EXIST): "RMQS-OFFSET-006",
+}
+
+
+def answer_rule(frame) -> str | None:
+    """The requirement ``frame`` (an answer the model expects or the target sent) is checked
+    against."""
+    name = type(frame).__name__
+    return CODE_RULES.get((name, getattr(frame, "code", None))) or ANSWER_RULES.get(name)
 
 
 def answer_key(frame) -> tuple:
@@ -143,7 +180,7 @@ def answer_key(frame) -> tuple:
 
 
 def exactly(frame) -> Want:
-    return Want(answer_key(frame), lambda got: got == frame, f"expected {frame}")
+    return Want(answer_key(frame), lambda got: got == frame, f"expected {frame}", answer_rule(frame))
 
 
 def one_of(frames: list) -> Want:
@@ -151,4 +188,4 @@ def one_of(frames: list) -> Want:
     document does not say which check comes first."""
     if len(frames) == 1:
         return exactly(frames[0])
-    return Want(answer_key(frames[0]), lambda got: got in frames, f"expected one of {frames}")
+    return Want(answer_key(frames[0]), lambda got: got in frames, f"expected one of {frames}", answer_rule(frames[0]))
