@@ -139,3 +139,18 @@ def test_a_partial_loss_is_a_defect_and_the_wait_is_the_one_waited():
         _judge(wanted, set(wanted), {}, "kill -9", 12.5)
     assert "within 12.5 s" in str(none.value) and "durable = false" in str(none.value)
     _judge(wanted, set(wanted), {w: 1 for w in wanted}, "kill -9", 20.0)        # all back: no failure
+
+
+def test_rabbitmq_stream_advises_a_profile_change_only_when_nothing_came_back():
+    """The same for RabbitMQ Stream: confirmed messages lost while others came back are a
+    defect of the recovery, not a target without durable streams."""
+    import pytest
+
+    from wirecheck.conformance.suites.rabbitmq_stream.test_crash_recovery import _judge
+    sent = [b"confirmed-%d" % i for i in range(4)]
+    with pytest.raises(AssertionError) as partial:
+        _judge(sent, sent, sent[:2], "kill -9")
+    assert "durable = false" not in str(partial.value) and "defect of that recovery" in str(partial.value)
+    with pytest.raises(AssertionError) as none:
+        _judge(sent, sent, [], "kill -9")
+    assert "durable = false" in str(none.value)
