@@ -142,6 +142,9 @@ def pytest_configure(config) -> None:
             and not getattr(config, "workerinput", None):
         raise pytest.UsageError("--target with port 0 needs --target-command (the kit picks the port)")
     proto = config.getoption("wirecheck_protocol")
+    if proto and not getattr(config, "workerinput", None):
+        from wirecheck.conformance.output_paths import check_outputs
+        check_outputs(config)
     if proto:
         from wirecheck.reference_impl.core import registry
         from wirecheck.conformance.profiles import ProfileError, load_profile
