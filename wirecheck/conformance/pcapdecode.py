@@ -171,17 +171,16 @@ def decode_pcap(spec, path: str, ports: Iterable[int] = (), out: TextIO | None =
     decoder = PcapDecoder(spec, ports, out, profile)
     last_time = 0.0
     try:
-        reader = PcapReader(path)
+        reader = PcapReader(path, tolerant=True)
     except (OSError, CaptureFormatError) as exc:
         print(f"wirecheck decode: cannot read {path}: {exc}", file=sys.stderr)
         return EXIT_HARNESS
     with reader:
-        try:
-            for seg in reader:
-                last_time = seg.time
-                decoder.segment(seg)
-        except CaptureFormatError as exc:
-            print(f"wirecheck decode: {path}: {exc}", file=sys.stderr)
-            decoder.close(last_time)
-            return EXIT_HARNESS
+        for seg in reader:
+            last_time = seg.time
+            decoder.segment(seg)
+    if reader.damage:
+        # what came before the break is decoded (a capture cut by a killed tcpdump)
+        print(f"wirecheck decode: {path}: {reader.damage}: read up to there, the rest is lost",
+              file=sys.stderr)
     return decoder.close(last_time)

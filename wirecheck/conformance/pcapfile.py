@@ -143,9 +143,17 @@ def _tcp_segment(link: int, pkt: bytes, time: float) -> Segment | None:
 
 class PcapReader:
     """Iterates the TCP segments of a capture file (path or binary file object). ``position``
-    is the byte offset read so far (for progress); ``skipped`` counts records that are not TCP."""
+    is the byte offset read so far (for progress); ``skipped`` counts records that are not TCP.
 
-    def __init__(self, source: str | BinaryIO) -> None:
+    ``tolerant``: a file broken past its header (cut inside a record, as a killed tcpdump leaves
+    it; a corrupt block) ends the iteration instead of raising, after every segment before the
+    break, and :attr:`damage` says where and what ("file ends inside a record at byte N"). A
+    file that is not a capture at all still raises :class:`CaptureFormatError` at once."""
+
+    def __init__(self, source: str | BinaryIO, tolerant: bool = False) -> None:
+        self.tolerant = tolerant
+        #: Why a tolerant iteration ended before the file's end (None: it read all of it).
+        self.damage: str | None = None
         self._own = isinstance(source, str)
         self._fh: BinaryIO = open(source, "rb") if self._own else source
         self._raw = self._fh
@@ -211,7 +219,16 @@ class PcapReader:
 
     def __iter__(self) -> Iterator[Segment]:
         packets = self._pcap_packets() if self._kind == "pcap" else self._pcapng_packets()
-        for link, time, pkt in packets:
+        while True:
+            try:
+                link, time, pkt = next(packets)
+            except StopIteration:
+                return
+            except CaptureFormatError as exc:
+                if not self.tolerant:
+                    raise
+                self.damage = str(exc)
+                return
             self.records += 1
             seg = _tcp_segment(link, pkt, time)
             if seg is None:

@@ -197,7 +197,7 @@ def guess_protocol(path: str, ports: tuple[int, ...] = (), limit: int = 2000):
     for spec in registry.all_protocols():
         for port in (spec.default_port, *spec.extra_ports):
             by_port.setdefault(port, spec)
-    with PcapReader(path) as reader:
+    with PcapReader(path, tolerant=True) as reader:
         for n, seg in enumerate(reader):
             for port in (seg.dst[1], seg.src[1]):
                 if port in by_port:
@@ -207,9 +207,11 @@ def guess_protocol(path: str, ports: tuple[int, ...] = (), limit: int = 2000):
     return None
 
 
-def replay_capture(spec, path: str, options: ReplayOptions, progress=None) -> list[FlowResult]:
+def replay_capture(spec, path: str, options: ReplayOptions, progress=None,
+                   damage: list | None = None) -> list[FlowResult]:
     """Replay every ``spec`` connection of the capture at ``path``; ``progress(position, flows,
-    mismatching)`` is called as the file is read."""
+    mismatching)`` is called as the file is read. A capture broken past its header is replayed
+    up to the break, and where and what it lost is appended to ``damage``."""
     bad = 0
 
     def done(result: FlowResult) -> None:
@@ -217,7 +219,7 @@ def replay_capture(spec, path: str, options: ReplayOptions, progress=None) -> li
         bad += result.verdict == verdicts.FAIL
 
     replayer = Replayer(spec, options, done)
-    reader = PcapReader(path)
+    reader = PcapReader(path, tolerant=damage is not None)
     last = 0.0
     with reader:
         for n, seg in enumerate(reader):
@@ -226,6 +228,8 @@ def replay_capture(spec, path: str, options: ReplayOptions, progress=None) -> li
             if progress is not None and n % 64 == 0:
                 progress(reader.file_position, len(replayer.results), bad)
     replayer.close(last)
+    if reader.damage is not None:
+        damage.append(reader.damage)
     if progress is not None:
         progress(reader.file_position, len(replayer.results), bad)
     replayer.results.sort(key=lambda r: r.index)
@@ -347,6 +351,7 @@ def main(args) -> int:
     options = ReplayOptions(target, tuple(args.port or ()), args.timeout, args.rechunk, args.seed,
                             args.profile, credentials, not args.keep_names, not args.fast, args.max_gap)
     capture = is_capture(path)
+    damage: list[str] = []
     spec = args.protocol
     if spec is None and not capture:
         spec, finding_profile = _finding_protocol(path)
@@ -372,9 +377,12 @@ def main(args) -> int:
             bar, update = _progress_bar(path, show)
             if bar is not None:
                 with bar:
-                    results = replay_capture(spec, path, options, update)
+                    results = replay_capture(spec, path, options, update, damage)
             else:
-                results = replay_capture(spec, path, options)
+                results = replay_capture(spec, path, options, damage=damage)
+            for lost in damage:
+                # what precedes the break is replayed (a capture cut by a killed tcpdump)
+                print(f"wirecheck replay: {path}: {lost}: replayed up to there, the rest is lost", file=sys.stderr)
             if not results:
                 print(f"wirecheck replay: no {spec.id} connection in {path} (ports "
                       f"{sorted(capture_ports(spec, options.ports))}; --port adds one)", file=sys.stderr)
@@ -386,6 +394,8 @@ def main(args) -> int:
         return EXIT_HARNESS
     doc = result_document(spec, path, results, options, started, args.label)
     doc["mode"] = "capture" if capture else "bytes"
+    if damage:
+        doc["damaged"] = [{"file": path, "error": lost, "whole": False} for lost in damage]
     _print_summary(doc, results, args.json)
     if args.report:
         _write_report(doc, args.report)

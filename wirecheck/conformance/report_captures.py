@@ -68,8 +68,14 @@ def _analysis(a: Analysis, anchor: str, requirement_link: RequirementLink) -> st
         facts.append(f"rows: {rows}")
     # Joined by hand: _anchor() would rewrite the dashes of an anchor made already.
     blocks = [_protocol(a, proto, f"{anchor}-{_anchor(proto)}") for proto in a.protocols]
+    damaged = "".join(
+        f"<li>{_t(x.get('file', '?'))}: {_t(x.get('error', ''))}: "
+        f"{'not read' if x.get('whole') else 'read up to there, the rest is lost'}</li>"
+        for x in d.get("damaged") or [] if isinstance(x, dict))
     return (f"<div id='{anchor}'><h3>{_t(a.label)}</h3><p>{' &middot; '.join(facts)}<br>"
-            f"<small>{_t(a.path)}</small></p><h4>Violations by requirement</h4>"
+            f"<small>{_t(a.path)}</small></p>"
+            + (f"<p><b>Inputs not read whole</b></p><ul>{damaged}</ul>" if damaged else "")
+            + "<h4>Violations by requirement</h4>"
             + _violations(a, requirement_link) + "".join(blocks) + "</div>")
 
 

@@ -84,7 +84,13 @@ def run_analyze(args) -> int:
     except (InputError, SparkUnavailable, ValueError) as exc:
         print(f"wirecheck analyze: {exc}", file=sys.stderr)
         return EXIT_HARNESS
+    for d in summary.get("damaged", []):
+        # one line per input not read whole; the others are analysed all the same
+        what = "not read" if d["whole"] else "read up to there, the rest is lost"
+        print(f"wirecheck analyze: {d['file']}: {d['error']}: {what}", file=sys.stderr)
     _print(summary, args.json, f"{summary['files']} capture(s), {summary['input_bytes']} bytes")
+    if any(d["whole"] for d in summary.get("damaged", [])):
+        return EXIT_HARNESS                  # an input could not be read at all
     return EXIT_VIOLATIONS if summary["rows"]["violations"] else EXIT_OK
 
 

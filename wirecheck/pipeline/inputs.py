@@ -18,10 +18,11 @@ class InputError(ValueError):
     """A path names nothing, or a named file is not a capture."""
 
 
-def capture_files(paths: Iterable[str]) -> list[str]:
+def capture_files(paths: Iterable[str], not_captures: list | None = None) -> list[str]:
     """Every capture file under ``paths`` (files, directories walked recursively, globs),
-    sorted and without repeats. A file named directly must be a capture; directories
-    contribute the files whose names end in :data:`CAPTURE_SUFFIXES`."""
+    sorted and without repeats. A file named directly must be a capture (else InputError, or
+    with ``not_captures`` a ``{"file", "error", "whole": True}`` appended there and the others
+    go on); directories contribute the files whose names end in :data:`CAPTURE_SUFFIXES`."""
     found: list[str] = []
     for path in paths:
         matches = sorted(glob.glob(path, recursive=True)) if glob.has_magic(path) else [path]
@@ -36,7 +37,9 @@ def capture_files(paths: Iterable[str]) -> list[str]:
             elif is_capture(match):
                 found.append(match)
             elif not glob.has_magic(path):
-                raise InputError(f"{match}: not a pcap or pcapng capture")
+                if not_captures is None:
+                    raise InputError(f"{match}: not a pcap or pcapng capture")
+                not_captures.append({"file": match, "error": "not a pcap or pcapng capture", "whole": True})
     out, seen = [], set()
     for f in found:
         key = os.path.realpath(f)

@@ -23,11 +23,14 @@ from wirecheck.pipeline.stats import of_rows
 
 
 def analyze_file(path: str, by_port: dict, profile: Optional[str] = None) -> dict[str, list[dict]]:
-    """Every row of the capture at ``path``, by table."""
+    """Every row of the capture at ``path``, by table; a capture broken past its header gives
+    the rows of what precedes the break, and ``damaged`` says where and what."""
     tables: dict[str, list[dict]] = defaultdict(list)
-    with PcapReader(path) as reader:
+    with PcapReader(path, tolerant=True) as reader:
         for table, row in iter_rows(path, reader, by_port, profile, level):
             tables[table].append(row)
+    if reader.damage is not None:
+        tables["damaged"].append({"file": path, "error": reader.damage, "whole": False})
     return tables
 
 
@@ -36,10 +39,12 @@ def analyze(paths: Iterable[str], protocol: Optional[str] = None, ports: Iterabl
     """Every row of every capture under ``paths``, by table (``stats`` too)."""
     by_port = specs_by_port(protocols(protocol), ports)
     tables: dict[str, list[dict]] = defaultdict(list)
-    for path in capture_files(paths):
+    unread: list = []
+    for path in capture_files(paths, unread):
         for table, rows in analyze_file(path, by_port, profile).items():
             tables[table] += rows
     tables["stats"] = of_rows((t, row) for t in ROW_TABLES for row in tables[t]).rows()
+    tables["damaged"] = unread + tables.get("damaged", [])
     return tables
 
 
@@ -51,10 +56,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile")
     args = p.parse_args(argv)
     tables = analyze(args.captures, args.protocol, args.port, args.profile)
+    for d in tables["damaged"]:
+        print(f"{d['file']}: {d['error']}: " + ("not read" if d["whole"] else "read up to there, the rest is lost"),
+              file=sys.stderr)
     for v in tables["violations"]:
         print(f"{v['file']} {v['flow']} #{v['index']} {v['direction']} {v['requirement']} "
               f"({v['level']}): {v['message']}")
     print({t: len(rows) for t, rows in sorted(tables.items())})
+    if any(d["whole"] for d in tables["damaged"]):
+        return 2
     return 1 if tables["violations"] else 0
 
 

@@ -16,10 +16,23 @@ import time
 INTERVAL = 0.5
 
 
+class ListParam:
+    """A Spark accumulator of lists (the tasks add items; the driver reads them all)."""
+
+    def zero(self, value):
+        return []
+
+    def addInPlace(self, first, second):       # noqa: N802 - Spark's name
+        first.extend(second)
+        return first
+
+
 class Counters:
-    """The job's accumulators (made on the driver, added to by the tasks)."""
+    """The job's accumulators (made on the driver, added to by the tasks). ``damaged``: a
+    ``{"file", "error"}`` per input that could not be read whole (spark_job.read_file)."""
 
     def __init__(self, sc) -> None:
+        self.damaged = sc.accumulator([], ListParam())
         self.files = sc.accumulator(0)
         self.bytes = sc.accumulator(0)
         self.frames = sc.accumulator(0)

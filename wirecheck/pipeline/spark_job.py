@@ -61,14 +61,24 @@ BATCH_SEGMENTS = 64
 BATCH_HOLD_BYTES = 32 << 20
 
 
-def read_file(file: str, ports: frozenset) -> Iterator[tuple]:
+def read_file(file: str, ports: frozenset, damaged: list | None = None) -> Iterator[tuple]:
     """Step 1: ``((file, pair, n), [segment fields, ...])`` for the TCP segments of ``file``
     on ``ports``, a pair's consecutive segments in batches; ``n`` is the place in the file of
-    a batch's first segment, so sorting by the key puts each pair's segments in file order."""
-    from wirecheck.conformance.pcapfile import PcapReader
+    a batch's first segment, so sorting by the key puts each pair's segments in file order.
+    A file broken past its header gives what precedes the break, one that is no capture
+    nothing; either appends ``{"file", "error", "whole"}`` to ``damaged`` (whole: nothing of
+    it could be read)."""
+    from wirecheck.conformance.pcapfile import CaptureFormatError, PcapReader
     held: dict[str, tuple[int, list]] = {}
     held_bytes = 0
-    with PcapReader(file) as reader:
+    try:
+        reader = PcapReader(file, tolerant=True)
+    except (OSError, CaptureFormatError) as exc:
+        if damaged is None:
+            raise
+        damaged.append({"file": file, "error": str(exc), "whole": True})
+        return
+    with reader:
         for n, seg in enumerate(reader):
             if seg.src[1] not in ports and seg.dst[1] not in ports:
                 continue
@@ -89,6 +99,10 @@ def read_file(file: str, ports: frozenset) -> Iterator[tuple]:
                 held_bytes = 0
     for key, (first, segs) in held.items():
         yield (file, key, first), segs
+    if reader.damage is not None:
+        if damaged is None:
+            raise CaptureFormatError(reader.damage)
+        damaged.append({"file": file, "error": reader.damage, "whole": False})
 
 
 def analyze_partition(items: Iterable[tuple], protocol: Optional[str], extra_ports: tuple,
@@ -102,8 +116,12 @@ def analyze_partition(items: Iterable[tuple], protocol: Optional[str], extra_por
 
 
 def counted_read(file: str, ports: frozenset, counters) -> Iterator[tuple]:
-    """:func:`read_file`, adding the file and its bytes to the progress counters at its end."""
-    yield from read_file(file, ports)
+    """:func:`read_file`, adding the file and its bytes to the progress counters at its end,
+    and what could not be read of it to ``counters.damaged``."""
+    damaged: list = []
+    yield from read_file(file, ports, damaged)
+    if damaged:
+        counters.damaged.add(damaged)
     counters.files.add(1)
     counters.bytes.add(os.path.getsize(file))
 
@@ -194,7 +212,8 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
     (pipeline/progress.py)."""
     from wirecheck.pipeline.progress import Counters, Display
     t0, wall_start = time.monotonic(), time.time()
-    files = [os.path.abspath(f) for f in capture_files(paths)]
+    unread: list = []
+    files = [os.path.abspath(f) for f in capture_files(paths, unread)]
     extra_ports = tuple(ports)
     by_port = specs_by_port(protocols(protocol), extra_ports)     # checks --port/--protocol
     port_set = frozenset(by_port)
@@ -231,7 +250,9 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
                    "files": len(files), "input_bytes": input_bytes,
                    "protocol": protocol, "profile": profile, "rows": counts,
                    "seconds": round(time.monotonic() - started, 2),
-                   "startup_seconds": round(started - t0, 2), "report": report}
+                   "startup_seconds": round(started - t0, 2), "report": report,
+                   "damaged": sorted([dict(d, file=os.path.abspath(d["file"])) for d in unread]
+                                     + counters.damaged.value, key=lambda d: d["file"])}
     finally:
         if own:
             spark.stop()
