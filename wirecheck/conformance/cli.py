@@ -204,7 +204,8 @@ def cmd_serve(args) -> int:
                 relays = await relay_broker(capture, broker, args.host, (port, raw))
         except OSError as exc:
             await broker.stop()
-            raise SystemExit(f"wirecheck serve: cannot listen on {args.host}:{port}: {exc}")
+            print(f"wirecheck serve: cannot listen on {args.host}:{port} (--port): {exc}", file=sys.stderr)
+            raise SystemExit(2) from None       # a usage error: the option named
         public_port = relays[0].port if relays else broker.port
         print(f"{spec.id} reference broker listening on {args.host}:{public_port}"
               + (f" (data dir {args.data_dir})" if args.data_dir else " (in memory)")
@@ -288,7 +289,8 @@ def cmd_record(args) -> int:
         try:
             proxy = await CaptureProxy(capture, upstream, *listen).start()
         except OSError as exc:
-            raise SystemExit(f"wirecheck record: cannot listen on {args.listen}: {exc}")
+            print(f"wirecheck record: cannot listen on {args.listen} (--listen): {exc}", file=sys.stderr)
+            raise SystemExit(2) from None       # a usage error: the option named
         print(f"recording {proxy.host}:{proxy.port} -> {upstream[0]}:{upstream[1]} into {args.capture}",
               flush=True)
         await until_stopped(args.duration)

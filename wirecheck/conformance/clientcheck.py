@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -405,7 +406,8 @@ def serve(spec, broker, args, port: int) -> int:
         try:
             await checker.start()
         except OSError as exc:
-            raise SystemExit(f"wirecheck serve: cannot listen on {args.host}:{port}: {exc}")
+            print(f"wirecheck serve: cannot listen on {args.host}:{port} (--port): {exc}", file=sys.stderr)
+            raise SystemExit(2) from None       # a usage error: the option named
         print(f"{spec.id} reference broker listening on {args.host}:{checker.port}, checking clients "
               f"(scenario {checker.scenario})", flush=True)
         if checker.raw_port is not None:
