@@ -559,7 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("check-client", help="run a client library's driver under every scenario against the "
                                             "reference broker; judge its wire, its outcome and its messages")
     client_command.add_arguments(s, protocol_arg)
-    s.set_defaults(func=client_command.main)
+    s.set_defaults(func=client_command.main, _command="check_client")
 
     s = sub.add_parser("record", help="a relay in front of any server that records its connections as a pcap")
     s.add_argument("--listen", required=True, help="HOST:PORT the clients connect to")
@@ -695,6 +695,11 @@ def main(argv: list[str] | None = None) -> int:
             name = args.func.__name__.removeprefix("cmd_").replace("_", "-")
             print(f"wirecheck {name}: {message}", file=sys.stderr)
             return EXIT_HARNESS
+    from wirecheck.conformance.output_paths import command_output_problem
+    command = getattr(args, "_command", None) or args.func.__name__.removeprefix("cmd_")
+    if (problem := command_output_problem(command.replace("-", "_"), args)) is not None:
+        print(f"wirecheck {command.replace('_', '-')}: {problem}", file=sys.stderr)
+        return EXIT_HARNESS
     try:
         return args.func(args)
     except KeyboardInterrupt:

@@ -43,3 +43,27 @@ def check_outputs(config) -> None:
             why = unwritable(path, folder)
             if why is not None:
                 raise pytest.UsageError(f"{option} {path}: {why}")
+
+
+#: The options of each command that name what it writes: (option, attribute, a folder?).
+#: ``check`` passes its --report and --junitxml to pytest, whose plugin checks them
+#: (check_outputs); the rest are checked here before the command starts.
+COMMAND_OUTPUTS = {
+    "fuzz": (("--out", "out", False), ("--findings", "findings", True)),
+    "analyze": (("--out", "out", True),), "analyze_fuzz": (("--out", "out", True),),
+    "report": (("--out", "out", True),),
+    "replay": (("--report", "report", False),), "check_client": (("--report", "report", False),),
+    "serve": (("--report", "report", False), ("--capture", "capture", False)),
+    "record": (("--capture", "capture", False),),
+}
+
+
+def command_output_problem(command: str, args) -> str | None:
+    """``"--option PATH: why"`` for the first output of ``command`` that cannot be written."""
+    for option, attribute, folder in COMMAND_OUTPUTS.get(command, ()):
+        path = getattr(args, attribute, None)
+        if path:
+            why = unwritable(str(path), folder)
+            if why is not None:
+                return f"{option} {path}: {why}"
+    return None
