@@ -146,6 +146,9 @@ def pytest_configure(config) -> None:
         from wirecheck.conformance.output_paths import check_outputs
         check_outputs(config)
     if proto:
+        from wirecheck.conformance import run_signals
+        run_signals.install(config, lambda: lifecycle.stop_target(config))
+    if proto:
         from wirecheck.reference_impl.core import registry
         from wirecheck.conformance.profiles import ProfileError, load_profile
         try:
@@ -670,7 +673,10 @@ class ResultCollector:
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         if hasattr(self.config, "workerinput"):
             return
-        self._blame_health()
+        from wirecheck.conformance import run_signals
+        stopped_by = run_signals.received(self.config)
+        if stopped_by is None:                 # stopped: no re-runs of suspects on fresh targets
+            self._blame_health()
         if (lifecycle.spins(self.config) or getattr(self, "health_charged", None)) and strict_mode(self.config) \
                 and int(exitstatus) == pytest.ExitCode.OK:
             session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED      # NON-STRICT under --strict
@@ -681,6 +687,8 @@ class ResultCollector:
                 r["verdict"] == verdicts.HARNESS_ERROR for r in self.results.values()):
             # The kit failed, not (only) the target: exit 2, as `wirecheck check` documents.
             session.exitstatus = pytest.ExitCode.INTERRUPTED
+        if stopped_by is not None:
+            session.exitstatus = 128 + stopped_by                 # 130 (SIGINT), 143 (SIGTERM)
         path = self.config.getoption("wirecheck_report")
         if not path:
             return
@@ -695,6 +703,11 @@ class ResultCollector:
                "profile": self.config.getoption("wirecheck_profile"),
                "strict": strict_mode(self.config),
                "summary": self.summary(), "tests": sorted(self.results.values(), key=lambda r: r["nodeid"])}
+        if stopped_by is not None:
+            import signal
+            doc["interrupted"] = {"signal": signal.Signals(stopped_by).name,
+                                  "not_run": max(session.testscollected - len(self.results), 0),
+                                  "not_run_tests": [i.nodeid for i in session.items if i.nodeid not in self.results]}
         with open(path, "w") as fh:
             json.dump(doc, fh, indent=1)
         if html:

@@ -84,7 +84,7 @@ def pytest_cmdline_main(config):
                   config.getoption("wirecheck_timeout"))
     except PreflightError as exc:
         sys.stderr.write(f"wirecheck preflight: {exc} (--no-preflight skips this check)\n")
-        _stop_target(config)
+        stop_target(config)
         return int(pytest.ExitCode.INTERRUPTED)
     config.stash[_PREFLIGHT_PASSED] = True
     return None
@@ -133,7 +133,8 @@ def _rerun_target(address, argv) -> str | None:
     return f"{host}:{address[1]}"
 
 
-def _stop_target(config) -> None:
+def stop_target(config) -> None:
+    """Stop the watch, the supervisor and the target the kit started (its process group)."""
     spinwatch = config.stash.get(_SPINS_KEY, None)
     if spinwatch is not None:
         spinwatch.stop()
@@ -221,6 +222,8 @@ def collected(config, items) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     """pytest-xdist: every worker speaks to the same target and watches through one folder."""
+    from wirecheck.conformance import run_signals
+    run_signals.worker_input(node.config, node.workerinput)
     watch = node.config.stash.get(_WATCH_KEY, None)
     if watch is not None:
         node.workerinput["wirecheck_watch"] = watch.folder
@@ -307,7 +310,9 @@ def pytest_sessionfinish(session):
     """Before the results are written: the spin watch's last look, with no test running."""
     spinwatch = session.config.stash.get(_SPINS_KEY, None)
     if spinwatch is not None and not hasattr(session.config, "workerinput"):
-        spinwatch.finish()
+        from wirecheck.conformance import run_signals
+        if run_signals.received(session.config) is None:      # stopped by a signal: no last look
+            spinwatch.finish()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -326,6 +331,8 @@ def pytest_runtestloop(session):
 def pytest_runtest_protocol(item, nextitem):
     """A suite test against a watched target: run it, look at the target, and hold its reports
     back until no crash can be charged to it (held_reports.py)."""
+    from wirecheck.conformance import run_signals
+    run_signals.stop_after_test(item)          # the run was stopped: this worker ends after it
     if not _is_suite(item):
         return None
     watch = item.config.stash.get(_WATCH_KEY, None)
@@ -399,7 +406,7 @@ def health_check(config, spin: list[str], growth: list[str]) -> dict | None:
     watch = config.stash.get(_WATCH_KEY, None)
     if watch is None or watch.finder is None or hasattr(config, "workerinput"):
         return None
-    _stop_target(config)
+    stop_target(config)
     try:
         return watch.finder.health(spin, growth)
     except Exception as exc:           # the kit's own failure: said, and nobody is charged
@@ -418,7 +425,9 @@ def _is_suite(item) -> bool:
 def pytest_unconfigure(config) -> None:
     if hasattr(config, "workerinput"):
         return
-    _stop_target(config)
+    from wirecheck.conformance import run_signals
+    run_signals.cleanup(config)
+    stop_target(config)
     watch = config.stash.get(_WATCH_KEY, None)
     if watch is not None:
         watch.close()
