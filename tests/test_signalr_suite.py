@@ -89,35 +89,26 @@ def test_a_plain_close_on_a_protocol_error_is_a_should_not_a_must(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:]
 
 
-def test_the_state_machine_names_the_requirement_it_broke(tmp_path):
+@pytest.mark.parametrize(("hub", "test", "verdict", "broke", "status"), [
+    (RefusesAck, "test_state_machine_should", "NON-STRICT", "SIGR-V1-006", 0),
+    (StreamsSingleResults, "test_invocation_lifecycles", "FAIL", "SIGR-INV-003", 1),
+], ids=["should-run", "must-run"])
+def test_the_state_machine_names_the_requirement_it_broke(tmp_path, hub, test, verdict, broke, status):
     """The SHOULD run of the machine checks SIGR-V1-004, -005 and -006; a hub that closes on an
-    Ack breaks V1-006 alone: the run is NON-STRICT for that one, the others are not "not met"."""
+    Ack breaks V1-006 alone: the run is NON-STRICT for that one, the others are not "not met".
+    The MUST run checks some twenty requirements; a hub whose one defect is a StreamItem before
+    Add's single result breaks SIGR-INV-003 alone, whatever step met it (the machine's steps
+    name their rule: signalr_machine.broken_rule and ``rule=``)."""
     report = tmp_path / "r.json"
-    with ThreadedServer(raw_server(RefusesAck)) as server:
-        result = check(f"127.0.0.1:{server.address[1]}", "--", "-k", "test_state_machine_should",
-                       report=report, timeout=180)
+    with ThreadedServer(raw_server(hub)) as server:
+        result = check(f"127.0.0.1:{server.address[1]}", "--", "-k", test, report=report, timeout=180)
     doc = json.loads(report.read_text())
-    machine = [t for t in doc["tests"] if "test_state_machine_should" in t["nodeid"]]
-    assert machine and all(t["verdict"] == "NON-STRICT" and t["broke"] == ["SIGR-V1-006"] for t in machine), machine
-    assert "Ack" in machine[0]["message"] or "Sequence" in machine[0]["message"], machine[0]["message"]
-    assert doc["summary"]["signalr"]["failing_requirements"] == ["SIGR-V1-006"], doc["summary"]
-    assert result.returncode == 0, result.stdout[-3000:]
-
-
-def test_the_must_machine_charges_the_rule_its_step_shows(tmp_path):
-    """The MUST run of the machine checks some twenty requirements; a hub whose one defect is a
-    StreamItem before Add's single result breaks SIGR-INV-003 alone: the run fails on that one
-    (the difference names it, whatever step met it), and the others stay as their own tests
-    say (the machine's steps name their rule: signalr_machine.broken_rule and ``rule=``)."""
-    report = tmp_path / "r.json"
-    with ThreadedServer(raw_server(StreamsSingleResults)) as server:
-        result = check(f"127.0.0.1:{server.address[1]}", "--", "-k", "test_invocation_lifecycles",
-                       report=report, timeout=180)
-    doc = json.loads(report.read_text())
-    machine = [t for t in doc["tests"] if "test_invocation_lifecycles" in t["nodeid"]]
-    assert machine and all(t["verdict"] == "FAIL" and t["broke"] == ["SIGR-INV-003"] for t in machine), machine
-    assert doc["summary"]["signalr"]["failing_requirements"] == ["SIGR-INV-003"], doc["summary"]
-    assert result.returncode == 1, result.stdout[-3000:]
+    machine = [t for t in doc["tests"] if test in t["nodeid"]]
+    assert machine and all(t["verdict"] == verdict and t["broke"] == [broke] for t in machine), machine
+    if hub is RefusesAck:
+        assert "Ack" in machine[0]["message"] or "Sequence" in machine[0]["message"], machine[0]["message"]
+    assert doc["summary"]["signalr"]["failing_requirements"] == [broke], doc["summary"]
+    assert result.returncode == status, result.stdout[-3000:]
 
 
 def test_a_stream_that_never_stops_ends_the_cancel_test(tmp_path):

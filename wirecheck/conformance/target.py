@@ -44,9 +44,15 @@ class BudgetSpent(BaseException):
 def spent_in(exc: BaseException | None) -> "BudgetSpent | None":
     """The :class:`BudgetSpent` that ``exc`` is or that it was raised while handling (hypothesis,
     stopped in the middle of an example, raises an error of its own about it), or None."""
+    return raised_in(exc, BudgetSpent)
+
+
+def raised_in(exc: BaseException | None, kind: type):
+    """The exception of class ``kind`` that ``exc`` is, or that it was raised while handling
+    (its causes and contexts, followed once each), or None."""
     seen = set()
     while exc is not None and id(exc) not in seen:
-        if isinstance(exc, BudgetSpent):
+        if isinstance(exc, kind):
             return exc
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__

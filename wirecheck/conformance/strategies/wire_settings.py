@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.errors import Frozen, StopTest, UnsatisfiedAssumption
 from hypothesis.stateful import run_state_machine_as_test
 
-from wirecheck.conformance.target import spent_in
+from wirecheck.conformance.target import raised_in, spent_in
 
 PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink)
 
@@ -86,7 +86,7 @@ def run_machine(factory, wire: settings, budget=None) -> int:
         with _without_local_constants():
             _run(guarded, wire)
     except BaseException as exc:
-        if _cut_in(exc):
+        if raised_in(exc, _ExamplesCut) is not None:
             return state["examples"]
         failure = state["failed"]
         if failure is not None and spent_in(exc) is not None:
@@ -118,16 +118,6 @@ def _without_local_constants():
     finally:
         providers._get_local_constants = get
         cache.clear()
-
-
-def _cut_in(exc: BaseException | None) -> bool:
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, _ExamplesCut):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
 
 
 def _run(factory, wire: settings) -> None:
