@@ -8,6 +8,7 @@ A full run takes about seven minutes on two cores (a third of it the atheris tar
 seconds each, two at a time: benchmarks/bench_fuzz.py; a fifth the pipeline's six Spark jobs);
 ``--quick`` (smaller inputs, 3 repetitions, two fuzz targets, BlipMQ's quick suite alone, no
 pipeline) about half a minute, for smoke tests. Timings are figures to read, not assertions.
+Each step says on stderr when it starts and how long it took (``bench: [3/12] ...``).
 """
 from __future__ import annotations
 
@@ -102,19 +103,22 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     start = time.perf_counter()
-    report = {"machine": machine(), "quick": args.quick,
-              "results": [*bench_blipmq_decode.run(quick=args.quick),
-                          *bench_rmqs_decode.run(quick=args.quick),
-                          *bench_rmqs_broker.run(quick=args.quick),
-                          *bench_brokers.run(quick=args.quick),
-                          *bench_signalr_decode.run(quick=args.quick),
-                          *bench_vibemq_decode.run(quick=args.quick),
-                          *bench_protocols.run(quick=args.quick),
-                          *bench_report.run(quick=args.quick),
-                          *bench_replay.run(quick=args.quick),
-                          *bench_suite.run(quick=args.quick),
-                          *bench_fuzz.run(quick=args.quick),
-                          *([] if args.quick else bench_pipeline.run(mb=PIPELINE_MB))]}
+    steps = [(m.__name__.rsplit(".", 1)[-1], lambda m=m: m.run(quick=args.quick))
+             for m in (bench_blipmq_decode, bench_rmqs_decode, bench_rmqs_broker, bench_brokers,
+                       bench_signalr_decode, bench_vibemq_decode, bench_protocols, bench_report,
+                       bench_replay, bench_suite, bench_fuzz)]
+    if not args.quick:
+        steps.append(("bench_pipeline", lambda: bench_pipeline.run(mb=PIPELINE_MB)))
+    report = {"machine": machine(), "quick": args.quick, "results": []}
+    for n, (name, run) in enumerate(steps, 1):
+        # a line per step on stderr: a slow run is told from a hung one
+        print(f"bench: [{n}/{len(steps)}] {name} ... ({time.perf_counter() - start:.0f} s so far)",
+              file=sys.stderr, flush=True)
+        step_start = time.perf_counter()
+        results = list(run())
+        report["results"] += results
+        print(f"bench: [{n}/{len(steps)}] {name}: {len(results)} result(s) in "
+              f"{time.perf_counter() - step_start:.0f} s", file=sys.stderr, flush=True)
     report["seconds"] = round(time.perf_counter() - start, 2)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

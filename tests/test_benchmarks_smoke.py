@@ -76,3 +76,6 @@ def test_quick_benchmark_run_writes_every_result(tmp_path):
     table = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
     assert len(table) == 1 + len(EXPECTED)
     assert all(any(f"| {name} |" in line for line in table) for name in EXPECTED)
+    # a line per step on stderr while it runs: a slow run is told from a hung one
+    steps = [line for line in proc.stderr.splitlines() if line.startswith("bench: [")]
+    assert len(steps) == 2 * 11 and steps[-1].startswith("bench: [11/11] bench_fuzz: "), proc.stderr[-2000:]
