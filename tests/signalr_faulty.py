@@ -46,7 +46,8 @@ class StreamEndsWithResult(HubSession):
 
 
 class IgnoresProtocolErrors(HubSession):
-    """Skips a malformed message instead of closing (SIGR-ERR-006)."""
+    """Passes over a message that is a protocol error (a Completion with both result and error,
+    SIGR-ERR-006) and goes on: the MAY of SIGR-ERR-010 (end the connection) not taken."""
 
     def _protocol_error(self, out, category, message):
         if self.phase == "open":

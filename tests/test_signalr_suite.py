@@ -48,7 +48,6 @@ def test_suite_passes_over_raw_tcp(tmp_path, profile):
     (NoHandshakeResponse, "test_handshake_then_the_chosen_protocol", "SIGR-HS-004"),
     (AcceptsAnyProtocol, "test_unsupported_protocol_is_refused_and_closed", "SIGR-HS-002"),
     (StreamEndsWithResult, "test_stream_items_then_end", "SIGR-STR-002"),
-    (IgnoresProtocolErrors, "test_completion_with_result_and_error", "SIGR-ERR-006"),
 ])
 def test_one_broken_rule_fails_and_names_the_requirement(tmp_path, session_class, selection, requirement):
     report = tmp_path / "r.json"
@@ -63,6 +62,20 @@ def test_one_broken_rule_fails_and_names_the_requirement(tmp_path, session_class
     assert failed and all(requirement in t["requirements"] for t in failed), doc["tests"]
     assert all(t["transcript"] for t in failed)
     assert requirement in doc["summary"]["signalr"]["failing_requirements"]
+
+
+def test_a_hub_that_passes_over_a_protocol_error_breaks_no_must(tmp_path):
+    """A Completion with both result and error is a protocol error (SIGR-ERR-006), and the
+    other endpoint "may immediately terminate" (SIGR-ERR-010, a MAY): a hub that passes over it
+    and goes on is INFORMATIONAL for that MAY, not a FAIL of ERR-006 (which says what the
+    client's message is)."""
+    report = tmp_path / "r.json"
+    with ThreadedServer(raw_server(IgnoresProtocolErrors)) as server:
+        result = check(f"127.0.0.1:{server.address[1]}", "--timeout", "0.5", "--", "-k",
+                       "test_completion_with_result_and_error", report=report)
+    doc = json.loads(report.read_text())
+    assert [(t["verdict"], t["broke"]) for t in doc["tests"]] == [("INFORMATIONAL", ["SIGR-ERR-010"])], doc["tests"]
+    assert doc["summary"]["signalr"]["failing_requirements"] == [] and result.returncode == 0, result.stdout[-3000:]
 
 
 def test_a_plain_close_on_a_protocol_error_is_a_should_not_a_must(tmp_path):

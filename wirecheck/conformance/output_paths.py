@@ -45,13 +45,14 @@ def check_outputs(config) -> None:
                 raise pytest.UsageError(f"{option} {path}: {why}")
 
 
-#: The options of each command that name what it writes: (option, attribute, a folder?).
+#: The options of each command that name what it writes: (option, attribute, a folder? or a
+#: function of the path that says).
 #: ``check`` passes its --report and --junitxml to pytest, whose plugin checks them
 #: (check_outputs); the rest are checked here before the command starts.
 COMMAND_OUTPUTS = {
     "fuzz": (("--out", "out", False), ("--findings", "findings", True)),
     "analyze": (("--out", "out", True),), "analyze_fuzz": (("--out", "out", True),),
-    "report": (("--out", "out", True),),
+    "report": (("--out", "out", lambda path: not path.endswith((".html", ".json"))),),
     "replay": (("--report", "report", False),), "check_client": (("--report", "report", False),),
     "serve": (("--report", "report", False), ("--capture", "capture", False)),
     "record": (("--capture", "capture", False),),
@@ -63,7 +64,7 @@ def command_output_problem(command: str, args) -> str | None:
     for option, attribute, folder in COMMAND_OUTPUTS.get(command, ()):
         path = getattr(args, attribute, None)
         if path:
-            why = unwritable(str(path), folder)
+            why = unwritable(str(path), folder(str(path)) if callable(folder) else folder)
             if why is not None:
                 return f"{option} {path}: {why}"
     return None
