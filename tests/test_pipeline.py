@@ -202,8 +202,11 @@ def test_cli_analyze_shows_progress_when_asked(tmp_path):
 ])
 def test_cli_refuses_bad_input_before_starting_spark(argv, message, capsys):
     from wirecheck.conformance.cli import main
+    from wirecheck.pipeline.spark_job import _active_session
+    before = _active_session()
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+    assert _active_session() is before          # no Spark started (nor a running one stopped)
 
 
 @pytest.mark.parametrize("batch,hold", [(64, 32 << 20), (3, 32 << 20), (64, 100), (1, 1)])

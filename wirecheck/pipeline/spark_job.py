@@ -34,7 +34,7 @@ from typing import Iterable, Iterator, Optional
 
 from wirecheck.pipeline import parquet_parts, schema
 from wirecheck.pipeline.flows import iter_rows, specs_by_port
-from wirecheck.pipeline.inputs import capture_files, level, protocols
+from wirecheck.pipeline.inputs import InputError, capture_files, level, protocols
 from wirecheck.pipeline.stats import Stats
 
 #: The installed ``wirecheck`` package (what a cluster's executors are sent).
@@ -164,6 +164,14 @@ def is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
+def _active_session():
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return None
+    return SparkSession.getActiveSession()
+
+
 def session(master: str = "local[*]", app: str = "wirecheck", conf: Optional[dict] = None):
     """A SparkSession on ``master``; the executors' Python is this one in local mode (the kit's
     venv). Raises :class:`SparkUnavailable` with what to install when pyspark or Java is missing."""
@@ -214,10 +222,15 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
     t0, wall_start = time.monotonic(), time.time()
     unread: list = []
     files = [os.path.abspath(f) for f in capture_files(paths, unread)]
+    if unread and not files:
+        # nothing that can be read: refused before Spark starts
+        raise InputError(f"{unread[0]['file']}: {unread[0]['error']}")
     extra_ports = tuple(ports)
     by_port = specs_by_port(protocols(protocol), extra_ports)     # checks --port/--protocol
     port_set = frozenset(by_port)
-    own = spark is None
+    # A session this call makes is stopped at its end; one already running in this process
+    # (getOrCreate would hand it back) is left running for whoever made it.
+    own = spark is None and _active_session() is None
     spark = spark or session(master, conf=conf)
     started = time.monotonic()
     sc = spark.sparkContext
