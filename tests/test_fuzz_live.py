@@ -110,6 +110,7 @@ def test_planted_fault_is_found_and_reproduces(fault, kind, words, tmp_path):
     found = summary["findings"][0]
     # every one of the three replays gave the same signature back
     assert found["reproduced"] == found["replays"] == 3, found
+    assert found["replay_results"] == [found["signature"]] * 3
     assert summary["seconds"] < SEARCH_SECONDS
     meta = json.loads(Path(found["file"]).with_suffix(".json").read_text())
     assert meta["protocol"] == "blipmq" and meta["reproduced"] == 3

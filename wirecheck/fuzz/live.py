@@ -42,7 +42,7 @@ from wirecheck.conformance.target_evidence import crash_key, log_offset, output_
 from wirecheck.fuzz.live_findings import ATTRIBUTION_TRIES, Finding
 from wirecheck.fuzz.live_health import HealthWatch
 from wirecheck.fuzz.live_io import read_answers, send_pieces
-from wirecheck.fuzz.live_replay import GROWTH, MAX_HISTORY, REPLAYS, SETTLE, SPIN, Event, Sent, Trials
+from wirecheck.fuzz.live_replay import EXIT_WAIT, GROWTH, MAX_HISTORY, REPLAYS, SETTLE, SPIN, Event, Sent, Trials
 from wirecheck.fuzz.live_seeds import Seed, load_seeds
 from wirecheck.fuzz.mutate import Mutator, load_dictionary
 from wirecheck.fuzz.targets import FINDINGS
@@ -54,8 +54,6 @@ MAX_ANSWER_BYTES = 4 * 1024 * 1024
 MAX_CORPUS = 4000
 #: Frames of a case named in a variant's shape (the last ones sent).
 LAST_FRAMES = 2
-#: Seconds given a process that refuses connections to exit (and tell its exit status).
-EXIT_WAIT = 0.5
 #: Trials of a finding that did not reproduce kept in its entry (how many connections, what came back).
 MAX_TRIED = 12
 #: Seconds a spin's or growth's trial waits after its connections (the measure follows).
@@ -382,10 +380,11 @@ class LiveFuzzer:
             return
         # a hang costs two probe timeouts per trial: only crashes are worth minimizing
         minimized = self.trials.minimize(found) if found.event.kind == CRASH else None
-        reproduced = self.trials.confirm(found)
+        results = self.trials.confirm(found)
+        reproduced = results.count(key)
         finding = Finding(found.event.kind, key, found.event.detail, found.connections, answers,
                           found.event.output, replayed=True, reproduced=reproduced, replays=REPLAYS,
-                          minimized_from=minimized)
+                          minimized_from=minimized, replay_results=results)
         if previous is not None and previous is not finding and not previous.stands:
             finding.count += previous.count
             finding.attempts = previous.attempts

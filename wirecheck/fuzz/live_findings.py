@@ -37,6 +37,7 @@ class Finding:
     attempts: int = 0                   # attributions tried (one that did not reproduce is retried)
     tried: list = field(default_factory=list)   # a finding that did not reproduce: [connections, what came back]
     minimized_from: int | None = None
+    replay_results: list = field(default_factory=list)  # what each confirming replay gave (its key, or "nothing")
     count: int = 1
     variants: list = field(default_factory=list)
     variant_keys: set = field(default_factory=set)
@@ -110,7 +111,7 @@ def save(fuzzer, finding: Finding) -> None:
         "frames": [f.hex() for f in finding.frames], "writes": finding.writes,
         "connections_before": [_connection(s) for s in finding.connections[:-1]],
         "replayed": finding.replayed, "reproduced": finding.reproduced, "replays": finding.replays,
-        "trials": finding.trials, "count": finding.count,
+        "replay_results": finding.replay_results, "trials": finding.trials, "count": finding.count,
         "variants": [{k: v for k, v in variant.items() if k != "bytes"} for variant in finding.variants],
         "minimized_from_frames": finding.minimized_from,
         "answers": [repr(a)[:300] for a in finding.answers],
@@ -140,6 +141,7 @@ def entry(fuzzer, finding: Finding) -> dict:
     return {"kind": finding.kind, "signature": finding.signature, "reason": finding.reason,
             "count": finding.count, "file": finding.file, "replayed": finding.replayed,
             "reproduced": finding.reproduced, "replays": finding.replays,
+            **({"replay_results": finding.replay_results} if finding.replay_results else {}),
             **({"tried": [{"connections": n, "got": got or "nothing"} for n, got in finding.tried]}
                if finding.tried else {}),
             "connections": len(finding.connections), "frames": len(finding.frames), "bytes": len(finding.data),
