@@ -29,6 +29,7 @@ from benchmarks import (bench_blipmq_decode, bench_brokers, bench_fuzz, bench_pi
                         bench_protocols, bench_replay, bench_report, bench_rmqs_broker,
                         bench_rmqs_decode, bench_signalr_decode, bench_suite, bench_vibemq_decode,
                         calibration)
+from wirecheck.conformance import cli_signals  # noqa: E402
 
 #: MB of pcap the full run's pipeline figures use (benchmarks/bench_pipeline.py alone defaults
 #: to 500 MB, about nine minutes, where its goals apply; this keeps ``make bench`` within its
@@ -110,12 +111,20 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quick:
         steps.append(("bench_pipeline", lambda: bench_pipeline.run(mb=PIPELINE_MB)))
     report = {"machine": machine(), "quick": args.quick, "results": []}
+    # SIGINT or SIGTERM (make passes SIGTERM on): the step in progress is dropped, the results
+    # so far are written marked ``interrupted``, and whatever the step started is ended
+    cli_signals.install()
     for n, (name, run) in enumerate(steps, 1):
         # a line per step on stderr: a slow run is told from a hung one
         print(f"bench: [{n}/{len(steps)}] {name} ... ({time.perf_counter() - start:.0f} s so far)",
               file=sys.stderr, flush=True)
         step_start = time.perf_counter()
-        results = list(run())
+        try:
+            results = list(run())
+        except KeyboardInterrupt:
+            report["interrupted"] = cli_signals.interrupted([s for s, _ in steps[n - 1:]], "steps")
+            print(f"bench: {report['interrupted']['signal']}: stopped during {name}", file=sys.stderr, flush=True)
+            break
         report["results"] += results
         print(f"bench: [{n}/{len(steps)}] {name}: {len(results)} result(s) in "
               f"{time.perf_counter() - step_start:.0f} s", file=sys.stderr, flush=True)
@@ -125,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(markdown(report))
     print(f"\n{len(report['results'])} results in {report['seconds']} s -> {out}")
+    if "interrupted" in report:
+        cli_signals.sweep()
+        return cli_signals.exit_status()
     return 0
 
 

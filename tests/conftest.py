@@ -26,7 +26,7 @@ RUN_FIRST = (
     "test_transport_invariance", "test_benchmarks_smoke", "test_spark_cluster", "test_bench_pipeline", "test_pipeline",
     "test_captures_corpus", "test_installed_wheel", "test_rmqs_suite_real", "test_hardening_targets",
     "test_suite_verdicts", "test_crash_recovery", "test_crashwatch", "test_fuzz_live",
-    "test_report_fuzz", "test_reports", "test_pipeline_fuzz", "test_cli", "test_rmqs_cli",
+    "test_report_fuzz", "test_reports", "test_pipeline_fuzz", "test_cli", "test_rmqs_cli", "test_command_signals",
     "test_rmqs_rich_capture", "test_mm2_suite_profiles", "test_signalr_suite", "test_target_health",
 )
 

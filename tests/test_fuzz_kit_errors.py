@@ -85,11 +85,11 @@ def test_a_campaign_job_that_starts_late_gets_what_is_left_of_the_budget(monkeyp
     from wirecheck.fuzz import campaign
     seen = []
 
-    def fake_run(argv, **kw):
+    def fake_run(argv, timeout):
         seen.append(argv)
         return subprocess.CompletedProcess(argv, 0, stdout='{"execs": 1, "findings": []}\n', stderr="")
 
-    monkeypatch.setattr(campaign.subprocess, "run", fake_run)
+    monkeypatch.setattr(campaign, "_run", fake_run)
     base = ["py", "-m", "wirecheck", "fuzz", "--json", "--protocol", "blipmq"]
     now = time.monotonic()
     for left, share, given in ((20.0, 100.0, "20"), (500.0, 100.0, "100"), (1.0, 100.0, str(int(campaign.MIN_SHARE)))):

@@ -36,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from wirecheck.conformance import report_index  # noqa: E402
+from wirecheck.conformance import cli_signals, report_index  # noqa: E402
 from wirecheck.conformance.report_matrix import matrix_document  # noqa: E402
 from wirecheck.conformance.results import load_run  # noqa: E402
 
@@ -197,7 +197,7 @@ def run_one(impl: Implementation, out: str, values: dict, kit: list[str]) -> dic
                               "--report", result, "--label", label] + (
                     ["--profile", impl.profile] if impl.profile else []) + impl.options
                 entry["command"] = shown(argv, out, values)
-                proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=RUN_LIMIT)
+                proc = cli_signals.run_child(argv, cwd=ROOT, timeout=RUN_LIMIT)
         else:
             command = impl.command.format(python=values["python"], node=values["node"],
                                           kit_python=sys.executable, host="{host}", port="{port}",
@@ -206,7 +206,8 @@ def run_one(impl: Implementation, out: str, values: dict, kit: list[str]) -> dic
                           "--report", result, "--label", label] + impl.options
             argv += [w for name in values["scenarios"] for w in ("--scenario", name)]
             entry["command"] = shown(argv, out, values)
-            proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=RUN_LIMIT)
+            proc = cli_signals.run_child(argv, cwd=ROOT, timeout=RUN_LIMIT)
+        entry["stopped"] = proc.stopped
         entry["seconds"] = round(time.monotonic() - started, 1)
         entry["exitstatus"] = proc.returncode
         if not os.path.exists(result):
@@ -244,23 +245,40 @@ def main(argv: list[str] | None = None) -> int:
     values = {"python": args.python, "node": args.node, "targets": targets, "scenarios": args.scenario}
     kit = [sys.executable, "-m", "wirecheck"]
     entries = []
-    for impl in chosen:
-        print(f"matrix: {impl.name} ({impl.kind}, {impl.protocol}) ...", flush=True)
-        entry = run_one(impl, out, values, kit)
+    # SIGINT or SIGTERM (make passes SIGTERM on): the implementation in progress is given the
+    # signal and writes what it judged; the rest are not run; the matrix is written, marked
+    cli_signals.install()
+    stopped = None
+    for i, impl in enumerate(chosen):
+        print(f"matrix: [{i + 1}/{len(chosen)}] {impl.name} ({impl.kind}, {impl.protocol}) ...", flush=True)
+        try:
+            entry = run_one(impl, out, values, kit)
+        except KeyboardInterrupt:           # while a server started or stopped
+            entry = {"name": impl.name, "error": "stopped", "stopped": True}
         print(f"matrix: {impl.name}: " + (f"error: {entry['error']}" if "error" in entry
                                           else f"exit {entry['exitstatus']} in {entry['seconds']} s"), flush=True)
         entries.append(entry)
+        if entry.pop("stopped", False):
+            stopped = cli_signals.interrupted([x.name for x in chosen[i + 1:]], "implementations")
+            print(f"matrix: {stopped['signal']}: stopped during {impl.name}; {stopped['not_run']} not run",
+                  flush=True)
+            break
     runs = [load_run(os.path.join(out, e["result_file"])) for e in entries if "error" not in e]
     if runs:
         report_index.write(runs, out)
     doc = matrix_document(runs, entries)
     doc["generated"] = time.strftime("%Y-%m-%d")
+    if stopped is not None:
+        doc["interrupted"] = stopped
     with open(os.path.join(out, "matrix.json"), "w", encoding="utf-8") as fh:
         fh.write(local_paths(json.dumps(doc, indent=1), out, args.python))
     failed = [e["name"] for e in entries if "error" in e]
     print(f"matrix: {len(entries) - len(failed)} of {len(entries)} implementation(s) ran; "
           f"{len(doc['findings'])} finding(s) ({len(doc['problems'])} requirement(s) broken); {out}/index.html, {out}/matrix.json"
           + (f"; not run: {', '.join(failed)}" if failed else ""))
+    if stopped is not None:
+        cli_signals.sweep()
+        return cli_signals.exit_status()
     return 2 if failed else 0
 
 

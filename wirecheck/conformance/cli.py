@@ -25,7 +25,8 @@ import os
 import sys
 
 from wirecheck.conformance.cli_support import (EXIT_HARNESS, EXIT_NONCONFORMANT, EXIT_OK, host_port_arg,
-                                               key_values, missing_extra, protocol_arg, until_stopped)
+                                               key_values, missing_extra, protocol_arg, stopped_status,
+                                               until_stopped)
 from wirecheck.reference_impl.core import registry
 from wirecheck.reference_impl.core.errors import FrameError
 from wirecheck.reference_impl.core.options import UnknownOption
@@ -229,7 +230,7 @@ def cmd_serve(args) -> int:
         if capture is not None:
             capture.close()
             print(f"{capture.connections} connection(s) recorded in {args.capture}", flush=True)
-    return EXIT_OK
+    return stopped_status()
 
 
 def _serve_checking_clients(spec, args, port: int, options: dict, timing_keys=()) -> int:
@@ -301,7 +302,7 @@ def cmd_record(args) -> int:
     finally:
         capture.close()
         print(f"{capture.connections} connection(s) recorded in {args.capture}", flush=True)
-    return EXIT_OK
+    return stopped_status()
 
 
 def cmd_replay(args) -> int:
@@ -702,16 +703,23 @@ def main(argv: list[str] | None = None) -> int:
     if (problem := command_output_problem(command.replace("-", "_"), args)) is not None:
         print(f"wirecheck {command.replace('_', '-')}: {problem}", file=sys.stderr)
         return EXIT_HARNESS
+    from wirecheck.conformance import cli_signals
+    cli_signals.install()
     try:
-        return args.func(args)
-    except KeyboardInterrupt:
-        return 130
+        status = args.func(args)
+    except KeyboardInterrupt:        # a command that does not write a partial result itself
+        status = cli_signals.exit_status()
+        print(f"wirecheck {command.replace('_', '-')}: {cli_signals.signal_name()}: stopped",
+              file=sys.stderr)
     except BrokenPipeError:          # the reader went away (| head): not an error of ours
         try:
             sys.stdout = open(os.devnull, "w")
         except OSError:
             pass
         return EXIT_OK
+    if cli_signals.received() is not None or (status or 0) > 128:
+        cli_signals.sweep()          # what a finally did not stop (cli_signals.py)
+    return status
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import os
 import signal
 
 from wirecheck.reference_impl.core import registry
@@ -52,14 +53,29 @@ def key_values(pairs: list[str], flag: str, example: str) -> dict[str, str]:
 
 
 async def until_stopped(duration: float | None = None) -> None:
-    """Wait for SIGINT or SIGTERM, or ``duration`` seconds when given (serve, record)."""
+    """Wait for SIGINT or SIGTERM, or ``duration`` seconds when given (serve, record); the
+    signal is noted (cli_signals.py), and the command's exit status is then 128 + it."""
+    from wirecheck.conformance import cli_signals
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def stopped(sig: int) -> None:
+        if stop.is_set():                # a second signal while stopping: at once
+            cli_signals.kill_descendants(signal.SIGKILL)
+            os._exit(128 + sig)
+        cli_signals.note(sig)
+        stop.set()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, stopped, sig)
     if duration:
         loop.call_later(duration, stop.set)
     await stop.wait()
+
+
+def stopped_status() -> int:
+    """A serve or record command's exit status: 128 + the signal that stopped it, else 0."""
+    from wirecheck.conformance import cli_signals
+    return cli_signals.exit_status() if cli_signals.received() is not None else EXIT_OK
 
 
 def host_port_arg(text: str) -> tuple[str, int]:

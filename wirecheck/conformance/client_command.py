@@ -76,6 +76,7 @@ def default_label(protocol: str, command: str) -> str:
     return f"{protocol} client {name or command}"
 
 def main(args) -> int:
+    from wirecheck.conformance import cli_signals
     from wirecheck.conformance.client_driver import DriverError, command_argv
     from wirecheck.conformance.client_scenarios import shaper_factory
     from wirecheck.conformance.client_suite import DEFAULT_OPTIONS, run_scenario, scenario_names
@@ -98,13 +99,21 @@ def main(args) -> int:
         return EXIT_HARNESS
     started = time.time()
     tests, connections, runs = [], [], []
-    for name in chosen:
+    stopped: dict | None = None
+    for i, name in enumerate(chosen):
         try:
             doc = run_scenario(spec, name, args.client_command, options=options.get(name), count=args.count,
                                budget=args.budget, profile=args.profile)
         except DriverError as exc:
             print(f"wirecheck check-client: {exc}", file=sys.stderr)
             return EXIT_HARNESS
+        except KeyboardInterrupt:
+            # SIGINT or SIGTERM (cli_signals.py): the scenario in progress is not judged; what
+            # was judged is written, marked interrupted with the scenarios not run
+            stopped = cli_signals.interrupted(chosen[i:], "scenarios")
+            print(f"check-client: {stopped['signal']}: stopped during {name}; "
+                  f"{stopped['not_run']} scenario(s) not run", flush=True)
+            break
         outcome = doc["tests"][0]
         print(f"{name}: {outcome['verdict']} ({doc['driver']['outcome']}) {outcome['message'].splitlines()[0]}",
               flush=True)
@@ -118,10 +127,13 @@ def main(args) -> int:
                      "target": ["127.0.0.1", 0], "label": args.label or default_label(spec.id, args.client_command),
                      "profile": args.profile, "strict": args.strict, "scenario": ",".join(chosen),
                      "connections": connections, "driver_runs": runs, "tests": tests}, spec)
-    if args.strict and doc["exitstatus"] == EXIT_OK and any(t["verdict"] == verdicts.NON_STRICT for t in tests):
+    if stopped is not None:
+        doc["interrupted"] = stopped
+        doc["exitstatus"] = cli_signals.exit_status()
+    elif args.strict and doc["exitstatus"] == EXIT_OK and any(t["verdict"] == verdicts.NON_STRICT for t in tests):
         doc["exitstatus"] = EXIT_FAIL
     counts = doc["summary"][spec.id]["counts"]
-    print(f"{len(chosen)} scenario(s): " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+    print(f"{len(runs)} scenario(s): " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
           + f"; exit {doc['exitstatus']}")
     try:
         if args.report:

@@ -202,6 +202,9 @@ def run_driver(argv: list[str], budget: float, env: dict | None = None, cwd: str
     except subprocess.TimeoutExpired:
         run.hung = True
         _end_group(proc)
+    except BaseException:                # the kit stopped (cli_signals.py): the driver goes too
+        _end_group(proc)
+        raise
     run.seconds = time.monotonic() - start
     run.returncode = proc.returncode
     if not run.hung:

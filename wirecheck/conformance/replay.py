@@ -181,6 +181,16 @@ class Replayer:
         if self.on_flow_done is not None:
             self.on_flow_done(flow.result)
 
+    def abandon(self) -> list[int]:
+        """A stopped replay (SIGINT, SIGTERM): the connections in progress are closed and not
+        judged; their indexes."""
+        left = sorted(self.flows)
+        for flow in list(self.flows.values()):
+            flow.close_socket(abort=True)
+        self.flows.clear()
+        self.selector.close()
+        return left
+
     def close(self, time_: float) -> None:
         self.reassembler.close(time_)
         for flow in list(self.flows.values()):
@@ -208,10 +218,13 @@ def guess_protocol(path: str, ports: tuple[int, ...] = (), limit: int = 2000):
 
 
 def replay_capture(spec, path: str, options: ReplayOptions, progress=None,
-                   damage: list | None = None) -> list[FlowResult]:
+                   damage: list | None = None, stopped: dict | None = None) -> list[FlowResult]:
     """Replay every ``spec`` connection of the capture at ``path``; ``progress(position, flows,
     mismatching)`` is called as the file is read. A capture broken past its header is replayed
-    up to the break, and where and what it lost is appended to ``damage``."""
+    up to the break, and where and what it lost is appended to ``damage``. Stopped by a signal
+    (SIGINT, SIGTERM), the connections judged so far are returned and ``stopped`` (when given;
+    else the KeyboardInterrupt goes on) says what was left: the connections in progress, and
+    how far into the file the replay was."""
     bad = 0
 
     def done(result: FlowResult) -> None:
@@ -221,12 +234,22 @@ def replay_capture(spec, path: str, options: ReplayOptions, progress=None,
     replayer = Replayer(spec, options, done)
     reader = PcapReader(path, tolerant=damage is not None)
     last = 0.0
-    with reader:
-        for n, seg in enumerate(reader):
-            last = seg.time
-            replayer.reassembler.segment(seg)
-            if progress is not None and n % 64 == 0:
-                progress(reader.file_position, len(replayer.results), bad)
+    try:
+        with reader:
+            for n, seg in enumerate(reader):
+                last = seg.time
+                replayer.reassembler.segment(seg)
+                if progress is not None and n % 64 == 0:
+                    progress(reader.file_position, len(replayer.results), bad)
+    except KeyboardInterrupt:
+        if stopped is None:
+            raise
+        from wirecheck.conformance import cli_signals
+        left = replayer.abandon()
+        stopped.update(cli_signals.interrupted([f"connection {i}" for i in left], "connections"),
+                       capture_bytes_read=reader.file_position)
+        replayer.results.sort(key=lambda r: r.index)
+        return replayer.results
     replayer.close(last)
     if reader.damage is not None:
         damage.append(reader.damage)
@@ -352,6 +375,7 @@ def main(args) -> int:
                             args.profile, credentials, not args.keep_names, not args.fast, args.max_gap)
     capture = is_capture(path)
     damage: list[str] = []
+    stopped: dict = {}                   # filled when a signal stops the replay
     spec = args.protocol
     if spec is None and not capture:
         spec, finding_profile = _finding_protocol(path)
@@ -377,13 +401,13 @@ def main(args) -> int:
             bar, update = _progress_bar(path, show)
             if bar is not None:
                 with bar:
-                    results = replay_capture(spec, path, options, update, damage)
+                    results = replay_capture(spec, path, options, update, damage, stopped)
             else:
-                results = replay_capture(spec, path, options, damage=damage)
+                results = replay_capture(spec, path, options, damage=damage, stopped=stopped)
             for lost in damage:
                 # what precedes the break is replayed (a capture cut by a killed tcpdump)
                 print(f"wirecheck replay: {path}: {lost}: replayed up to there, the rest is lost", file=sys.stderr)
-            if not results:
+            if not results and not stopped:
                 print(f"wirecheck replay: no {spec.id} connection in {path} (ports "
                       f"{sorted(capture_ports(spec, options.ports))}; --port adds one)", file=sys.stderr)
                 return EXIT_HARNESS
@@ -396,7 +420,14 @@ def main(args) -> int:
     doc["mode"] = "capture" if capture else "bytes"
     if damage:
         doc["damaged"] = [{"file": path, "error": lost, "whole": False} for lost in damage]
+    if stopped:
+        from wirecheck.conformance import cli_signals
+        doc["interrupted"] = stopped
+        doc["exitstatus"] = cli_signals.exit_status()
     _print_summary(doc, results, args.json)
+    if stopped and not args.json:
+        print(f"wirecheck replay: {stopped['signal']}: stopped after {stopped['capture_bytes_read']} bytes of "
+              f"{path}; {stopped['not_run']} connection(s) in progress not judged", file=sys.stderr)
     if args.report:
         _write_report(doc, args.report)
     return doc["exitstatus"]

@@ -205,12 +205,24 @@ def _runs_table(runs: list[Run]) -> str:
     rows = []
     for r in runs:
         d = r.doc
+        stopped = interrupted_text(d)
         rows.append(f"<tr><td>{_e(r.label)}</td><td>{_e(', '.join(r.protocols))}</td>"
                     f"<td>{_e(d.get('profile') or 'default')}</td><td>{'yes' if d.get('strict') else 'no'}</td>"
-                    f"<td class='num'>{r.duration:.1f} s</td><td>{_e(', '.join(d.get('paths', [r.path])))}</td></tr>")
+                    f"<td class='num'>{r.duration:.1f} s</td>"
+                    f"<td>{'<b>' + _e(stopped) + '</b>' if stopped else 'complete'}</td>"
+                    f"<td>{_e(', '.join(d.get('paths', [r.path])))}</td></tr>")
     return ("<section id='runs'><h2>Runs</h2><table><tr><th>implementation</th><th>protocols</th>"
-            "<th>profile</th><th>strict</th><th>duration</th><th>result file</th></tr>"
+            "<th>profile</th><th>strict</th><th>duration</th><th>ended</th><th>result file</th></tr>"
             + "".join(rows) + "</table></section>")
+
+
+def interrupted_text(doc: dict) -> str:
+    """"stopped by SIGTERM; 12 not run" for a run a signal ended (its JSON's
+    ``interrupted``), else ""."""
+    stopped = doc.get("interrupted")
+    if not isinstance(stopped, dict):
+        return ""
+    return f"stopped by {stopped.get('signal', 'a signal')}; {stopped.get('not_run', '?')} not run"
 
 
 def _summary(runs: list[Run], protocols: list[str]) -> str:
@@ -296,7 +308,10 @@ def _protocol_section(run: Run, proto: str, several: bool, docs: str = "") -> st
     if not rows and loose:                     # a replay: no catalogue, one case per connection
         return (f"<section id='{anchor}' data-proto='{_e(proto)}'><h2>{title}</h2>"
                 + _loose_cases(proto, loose, anchor) + "</section>")
+    stopped = interrupted_text(run.doc)
     return (f"<section id='{anchor}' data-proto='{_e(proto)}'><h2>{title}</h2>"
+            + (f"<p class='interrupted'><b>{_e(stopped)}</b>: what was not run has no verdict, and "
+               "requirements only those tests check are untested</p>" if stopped else "")
             + _target_block(run.summary.get(proto, {})) + _causes_block(run.tests_of(proto), anchor) +
             "<h3>Requirements</h3><table><tr><th>ID</th><th>level</th><th>section</th><th>requirement</th>"
             "<th>verdict</th><th>tests</th></tr>" + "".join(rows) + "</table>"

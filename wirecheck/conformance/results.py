@@ -233,6 +233,10 @@ def _malformed_analysis(doc: dict) -> str | None:
     the renderer can trust the types (a hand-edited or truncated summary must not make the
     page half-written)."""
     report = doc.get("report")
+    stopped = doc.get("interrupted")
+    if isinstance(stopped, dict) and report is None:
+        return (f"stopped by {stopped.get('signal', 'a signal')} before its end: its tables are "
+                "incomplete; run wirecheck analyze again")
     if not isinstance(report, dict) or not isinstance(report.get("violations"), list) \
             or not isinstance(report.get("stats"), list):
         return "without its 'report' block (violations and stats; wirecheck analyze writes it)"

@@ -21,11 +21,12 @@ def run_all(reports: str, timeout: float | None = None, alluredir: str | None = 
             protocols: list[str] | None = None) -> int:
     """``alluredir``: also write allure-pytest results there (``make report-allure``);
     ``protocols``: only these (default: every registered one)."""
+    from wirecheck.conformance import cli_signals
     os.makedirs(reports, exist_ok=True)
     rows, worst = [], 0
-    for spec in registry.all_protocols():
-        if protocols and spec.id not in protocols:
-            continue
+    chosen = [spec for spec in registry.all_protocols() if not protocols or spec.id in protocols]
+    stopped = None
+    for i, spec in enumerate(chosen):
         serve = [sys.executable, "-m", "wirecheck", "serve", "--protocol", spec.id, "--port", "{port}"]
         if spec.id in DURABLE:
             serve += ["--data-dir", "{data_dir}"]
@@ -44,11 +45,19 @@ def run_all(reports: str, timeout: float | None = None, alluredir: str | None = 
         print(f"== {spec.id}: the reference broker (wirecheck serve, started by the suite); running the suite",
               flush=True)
         extra = ["--alluredir", alluredir] if alluredir else []
-        status = subprocess.run(cmd + ["--", "-p", "no:randomly", "-q", "--no-header",
+        # a session of its own: a signal (SIGINT, SIGTERM) reaches the suite once, passed on by
+        # wait_child, and the suite stops its broker and writes what it judged
+        proc = subprocess.Popen(cmd + ["--", "-p", "no:randomly", "-q", "--no-header",
                                        "-o", "console_output_style=count", *extra],
-                                stdout=subprocess.DEVNULL).returncode
+                                stdout=subprocess.DEVNULL, start_new_session=True)
+        status, was_stopped = cli_signals.wait_child(proc)
         worst = max(worst, status)
         rows.append((spec, status, report))
+        if was_stopped:
+            stopped = cli_signals.interrupted([s.id for s in chosen[i + 1:]], "protocols")
+            print(f"== {stopped['signal']}: stopped during {spec.id}; {stopped['not_run']} protocol(s) "
+                  "not run", flush=True)
+            break
     print()
     print(f"{'protocol':<16} {'passed':>6} {'failed':>6} {'timeout':>7} {'non-strict':>10} "
           f"{'MUST cov':>9} {'SHOULD cov':>10} {'untestable':>10}  exit")
@@ -68,7 +77,7 @@ def run_all(reports: str, timeout: float | None = None, alluredir: str | None = 
     written = _index(reports, [r for _, _, r in rows])
     print(f"\nreports: {os.path.abspath(reports)} (index.html, index.json, <protocol>.json, "
           f"<protocol>.junit.xml)" if written else f"\nreports: {os.path.abspath(reports)}")
-    return worst
+    return cli_signals.exit_status() if stopped is not None else worst
 
 
 def _index(reports: str, results: list[str]) -> bool:

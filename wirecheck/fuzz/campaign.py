@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import threading
@@ -95,9 +96,11 @@ def run_job(job: Job, deadline: float | None = None) -> Job:
     if deadline is not None:
         job.seconds = max(MIN_SHARE, min(job.seconds, deadline - job.started))
     argv = job.argv[:4] + ["--time", f"{job.seconds:.0f}"] + job.argv[4:]
+    if STOPPING.is_set():                # the campaign was stopped before this job began
+        job.finished = job.started
+        return job
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True,
-                              timeout=job.seconds + MARGIN, check=False)
+        proc = _run(argv, job.seconds + MARGIN)
         line = next((x for x in reversed(proc.stdout.splitlines()) if x.startswith("{")), "")
         if line:
             job.result = json.loads(line)
@@ -111,6 +114,45 @@ def run_job(job: Job, deadline: float | None = None) -> Job:
         job.error = f"killed after {job.seconds + MARGIN:.0f} s (budget {job.seconds:.0f} s)"
     job.finished = time.monotonic()
     return job
+
+
+#: Set when the campaign is stopped (SIGINT, SIGTERM): jobs not begun are not run.
+STOPPING = threading.Event()
+_running: set = set()            # the jobs' processes, which a stopped campaign passes the signal on to
+_running_lock = threading.Lock()
+
+
+def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """subprocess.run, with the process known to :func:`pass_on` while it runs."""
+    # a session of its own: a signal to the campaign's process group reaches each job once,
+    # through pass_on (a second one would stop it at once, its summary unwritten)
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as proc:
+        with _running_lock:
+            _running.add(proc)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+        finally:
+            with _running_lock:
+                _running.discard(proc)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def pass_on(signum: int) -> None:
+    """The campaign was stopped: every job's process gets the same signal, ends its run and
+    prints its summary (a job is a ``wirecheck fuzz`` command: conformance/cli_signals.py)."""
+    STOPPING.set()
+    with _running_lock:
+        procs = list(_running)
+    for proc in procs:
+        try:
+            proc.send_signal(signum)
+        except (ProcessLookupError, OSError):
+            pass
 
 
 def minimize_findings(findings: list[dict], seconds: float = MINIMIZE_ONE, total: float | None = None) -> None:
@@ -177,7 +219,8 @@ class _Progress:
     def done(self, job: Job) -> None:
         r = job.result
         note = (f"{r['execs']} execs, {r['exec_per_s']}/s, cov {r['coverage']}, {len(r['findings'])} finding(s)"
-                if r else f"ERROR {job.error.splitlines()[0] if job.error else ''}")
+                + (" (stopped)" if r.get("interrupted") else "") if r
+                else f"ERROR {job.error.splitlines()[0]}" if job.error else "not run (the campaign was stopped)")
         if self.bar is not None:
             self.bar.update(self.tasks[job.name], completed=job.seconds, note=note)
         else:
@@ -207,16 +250,29 @@ def main(args) -> int:
             progress.tick()
 
     threading.Thread(target=ticker, daemon=True).start()
+    stopped = None
+    deadline = t0 + budget
+    pool = ThreadPoolExecutor(workers)
     try:
-        deadline = t0 + budget
-        with ThreadPoolExecutor(workers) as pool:
-            for job in pool.map(lambda j: run_job(j, deadline), jobs):
-                progress.done(job)
+        futures = [pool.submit(run_job, j, deadline) for j in jobs]
+        for future in futures:
+            while True:
+                try:
+                    progress.done(future.result())
+                    break
+                except KeyboardInterrupt:
+                    # SIGINT or SIGTERM (conformance/cli_signals.py): the running jobs get it
+                    # too and print what they found; the jobs not begun are not run
+                    from wirecheck.conformance import cli_signals
+                    stopped = cli_signals.received() or signal.SIGINT
+                    pass_on(stopped)
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)
         stop.set()
         progress.stop()
     findings = dedupe(jobs)
-    minimize_findings(findings, total=max(deadline - time.monotonic(), budget * MINIMIZE_FLOOR))
+    if stopped is None:
+        minimize_findings(findings, total=max(deadline - time.monotonic(), budget * MINIMIZE_FLOOR))
     summary = {
         "kind": "fuzz-campaign", "started": started, "seconds": round(time.monotonic() - t0, 1),
         "budget": budget, "workers": workers,
@@ -226,6 +282,10 @@ def main(args) -> int:
                  for j in jobs],
         "findings": findings, "errors": [j.name for j in jobs if j.error],
     }
+    if stopped is not None:
+        from wirecheck.conformance import cli_signals
+        summary["interrupted"] = cli_signals.interrupted(
+            [j.name for j in jobs if not j.result and not j.error], "jobs")
     out = Path(args.out) if args.out else REPORTS / time.strftime(
         "campaign-%Y%m%dT%H%M%SZ.json", time.gmtime(started))
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -244,4 +304,8 @@ def main(args) -> int:
         for j in jobs:
             if j.error:
                 print(f"  job {j.name} failed: {j.error}", file=sys.stderr)
+    if stopped is not None:
+        print(f"wirecheck fuzz --all: {summary['interrupted']['signal']}: stopped; "
+              f"{summary['interrupted']['not_run']} job(s) not run", file=sys.stderr)
+        return 128 + stopped
     return 1 if findings else 2 if summary["errors"] else 0

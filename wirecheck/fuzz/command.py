@@ -153,8 +153,19 @@ def _inprocess(args, spec, seconds: float) -> int:
         return EXIT_HARNESS
     from wirecheck.fuzz.inprocess import run
     share = seconds / len(targets)
-    results = [run(t, share, workdir=args.workdir, findings=args.findings) for t in targets]
+    results = []
+    for t in targets:
+        results.append(run(t, share, workdir=args.workdir, findings=args.findings))
+        if results[-1].get("interrupted"):
+            break
     summary = results[0] if len(results) == 1 else combine(results, spec.id if spec else "", kind)
+    if results[-1].get("interrupted"):
+        from wirecheck.conformance import cli_signals
+        summary["interrupted"] = cli_signals.interrupted([t.name for t in targets[len(results):]], "targets")
+        _print(summary, args.json)
+        if not args.json:
+            print(f"wirecheck fuzz: {summary['interrupted']['signal']}: stopped", file=sys.stderr)
+        return cli_signals.exit_status()
     _print(summary, args.json)
     return EXIT_FINDINGS if summary["findings"] else EXIT_OK
 
@@ -249,12 +260,18 @@ def _live(args, spec, seconds: float) -> int:
     _print(summary, args.json)
     if summary["stopped"] and not args.json:
         print(f"stopped: {summary['stopped']}", file=sys.stderr)
+    if summary.get("interrupted") and not args.json:
+        print(f"wirecheck fuzz: {summary['interrupted']['signal']}: stopped after {summary['seconds']:g} s",
+              file=sys.stderr)
     error = summary.get("kit_error")
     if error:
         print(f"wirecheck fuzz: the kit's own error (a bug of wirecheck, not a finding) in case "
               f"{error['case']} of --seed {error['seed']} ({error['mutation']}): {error['error']}\n"
               f"{error['traceback']}", file=sys.stderr)
         return EXIT_HARNESS
+    if summary.get("interrupted"):
+        from wirecheck.conformance import cli_signals
+        return cli_signals.exit_status()
     return live_exit_status(summary)
 
 

@@ -70,6 +70,38 @@ def command(target: FuzzTarget, corpus: Path, artifacts: Path, seconds: float | 
     return cmd
 
 
+#: Seconds a stopped fuzzing process has to print its final stats and exit.
+STOP_GRACE = 10.0
+
+
+def _fuzz(argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """One fuzzing process, its output. Stopped (SIGINT, SIGTERM: conformance/cli_signals.py),
+    it gets SIGTERM, which libFuzzer ends a run on with its final stats: the output comes back
+    with ``interrupted`` set, not lost with the process."""
+    # a session of its own: stopped through this process only (libFuzzer ends on the first
+    # signal with its stats; two would cut them short)
+    with subprocess.Popen(argv, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          start_new_session=True) as proc:
+        interrupted = False
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except KeyboardInterrupt:
+            interrupted = True
+            proc.terminate()
+            try:
+                out, _ = proc.communicate(timeout=STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, _ = proc.communicate()
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+    done = subprocess.CompletedProcess(argv, proc.returncode, out or "", None)
+    done.interrupted = interrupted
+    return done
+
+
 def finding_signature(kind: str, text: str, target: str) -> tuple[str, str]:
     """(signature, detail) of one finding from libFuzzer's output ``text``."""
     if kind != "crash":
@@ -149,6 +181,7 @@ def run(target: FuzzTarget, seconds: float, *, workdir: Path | None = None,
             shutil.copyfile(seed, corpus / seed.name)
     stats, started, t0 = RunStats(), time.time(), time.monotonic()
     deadline = t0 + seconds
+    interrupted = False
     try:
         for attempt in range(MAX_RESTARTS + 1):
             left = deadline - time.monotonic()
@@ -156,9 +189,8 @@ def run(target: FuzzTarget, seconds: float, *, workdir: Path | None = None,
                 break
             run_start = time.monotonic()
             before = len(stats.timeline)
-            proc = subprocess.run(command(target, corpus, artifacts, left), text=True,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False,
-                                  timeout=left + INPUT_TIMEOUT + 60)
+            proc = _fuzz(command(target, corpus, artifacts, left), left + INPUT_TIMEOUT + 60)
+            interrupted = proc.interrupted
             if echo is not None:
                 echo(proc.stdout)
             found = len(stats.findings)
@@ -169,6 +201,8 @@ def run(target: FuzzTarget, seconds: float, *, workdir: Path | None = None,
             total = max(1, (stats.timeline[-1][1] - first) if n_new(stats, before) else 1)
             for point in stats.timeline[before:]:
                 point[0] = round(run_start - t0 + span * (point[1] - first) / total, 2)
+            if interrupted:
+                break
             if proc.returncode == 0 or len(stats.findings) == found:
                 if proc.returncode != 0 and len(stats.findings) == found:
                     stats.findings.append({"kind": "error", "signature": f"error in {target.name}: exit "
@@ -193,4 +227,5 @@ def run(target: FuzzTarget, seconds: float, *, workdir: Path | None = None,
         "coverage": stats.coverage, "features": stats.features, "corpus_size": corpus_size,
         "peak_rss_mb": stats.peak_rss_mb, "timeline": thin(stats.timeline),
         "findings": list(unique.values()),
+        **({"interrupted": True} if interrupted else {}),
     }

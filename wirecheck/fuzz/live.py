@@ -186,6 +186,7 @@ class LiveFuzzer:
         self.execs = 0
         self.stopped = ""                # why the run ended early (a dead external target)
         self.kit_error: dict | None = None   # the kit's own exception, which ended the run
+        self.interrupted = ""            # the signal that stopped the campaign (SIGINT, SIGTERM)
         self.folder = Path(options.findings) / f"live-{spec.id}"
         #: connections sent since the target's last start, oldest first (what a replay sends)
         self.history: list[Sent] = []
@@ -205,6 +206,12 @@ class LiveFuzzer:
             try:
                 if not self.one_case(case) or (stop_on_finding and self.findings):
                     break
+            except KeyboardInterrupt:
+                # SIGINT or SIGTERM (conformance/cli_signals.py): the case in progress is not
+                # judged; the summary says the campaign was stopped
+                from wirecheck.conformance import cli_signals
+                self.interrupted = cli_signals.signal_name()
+                break
             except Exception as exc:
                 # The kit's own bug (the mutator, a decoder view, the bookkeeping): never a
                 # finding about the target. The run ends with what reproduces it: the seed and
@@ -450,6 +457,7 @@ class LiveFuzzer:
             "restarts": self.managed.restarts if self.managed is not None else 0,
             "replay_trials": self.trials.count,
             "stopped": self.stopped, "kit_error": self.kit_error,
+            **({"interrupted": {"signal": self.interrupted}} if self.interrupted else {}),
             "findings": [e for e, f in zip(entries, self.findings.values()) if f.stands],
             "not_reproduced": [e for e, f in zip(entries, self.findings.values()) if not f.stands],
         }

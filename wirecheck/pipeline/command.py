@@ -84,6 +84,11 @@ def run_analyze(args) -> int:
     except (InputError, SparkUnavailable, ValueError) as exc:
         print(f"wirecheck analyze: {exc}", file=sys.stderr)
         return EXIT_HARNESS
+    if summary.get("interrupted"):
+        from wirecheck.conformance import cli_signals
+        print(f"wirecheck analyze: {summary['interrupted']['signal']}: stopped; the tables in {summary['out']} "
+              "are incomplete (summary.json says so)", file=sys.stderr)
+        return cli_signals.exit_status()
     for d in summary.get("damaged", []):
         # one line per input not read whole; the others are analysed all the same
         what = "not read" if d["whole"] else "read up to there, the rest is lost"

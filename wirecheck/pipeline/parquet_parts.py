@@ -120,3 +120,18 @@ def prepare(out: str, tables=schema.ROW_TABLES) -> None:
         if os.path.isdir(path):
             shutil.rmtree(path)
         os.makedirs(path)
+
+
+def drop_unfinished(out: str, tables=schema.ROW_TABLES) -> None:
+    """Remove the temporary files of partitions a stopped run did not finish (a killed Python
+    worker leaves its ``.tmp``); the finished parts stay, readable."""
+    for table in tables:
+        path = os.path.join(out, table)
+        if not os.path.isdir(path):
+            continue
+        for name in os.listdir(path):
+            if name.startswith(".part-") and name.endswith(".tmp"):
+                try:
+                    os.unlink(os.path.join(path, name))
+                except OSError:
+                    pass

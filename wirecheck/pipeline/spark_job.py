@@ -204,12 +204,32 @@ def session(master: str = "local[*]", app: str = "wirecheck", conf: Optional[dic
                    .config("spark.driver.bindAddress", "127.0.0.1"))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
+    import signal
+    import threading
+    # SparkContext puts a SIGINT handler of its own in place (cancel the jobs, raise
+    # KeyboardInterrupt); the command's (conformance/cli_signals.py) is put back: it also
+    # notes which signal came, and a second one stops at once
+    handler = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
     try:
         spark = builder.getOrCreate()
     except Exception as exc:          # the JVM did not start (py4j raises its own types)
         raise SparkUnavailable(f"Spark did not start on {master}: {exc}") from exc
+    finally:
+        if handler is not None:
+            signal.signal(signal.SIGINT, handler)
     spark.sparkContext.setLogLevel("ERROR")
+    # py4j logs a broken connection to the JVM with its traceback before it raises it: the
+    # raised error is what the kit reports (a stopped run's broken connection is no news)
+    # (some of it through the root logger: "KeyboardInterrupt while sending command")
+    import logging
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    if _not_py4j not in logging.getLogger().filters:
+        logging.getLogger().addFilter(_not_py4j)
     return spark
+
+
+def _not_py4j(record) -> bool:
+    return "py4j" not in (record.pathname or "")
 
 
 def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: Optional[str] = None,
@@ -266,10 +286,52 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
                    "startup_seconds": round(started - t0, 2), "report": report,
                    "damaged": sorted([dict(d, file=os.path.abspath(d["file"])) for d in unread]
                                      + counters.damaged.value, key=lambda d: d["file"])}
+    except (KeyboardInterrupt, Exception) as exc:
+        # SIGINT or SIGTERM (conformance/cli_signals.py): Spark is stopped below; the tables
+        # are incomplete (no _SUCCESS marker), and summary.json says so. Sent to the process
+        # group, the signal reaches Spark's JVM too, and the job may fail with a Py4J error
+        # before the KeyboardInterrupt comes: that is the signal as well.
+        from wirecheck.conformance import cli_signals
+        if not isinstance(exc, KeyboardInterrupt) and cli_signals.received() is None:
+            raise
+        _quiet(sc)
+        summary = {"kind": "capture-analysis", "started": wall_start, "master": sc.master,
+                   "out": os.path.abspath(out), "files": len(files), "protocol": protocol, "profile": profile,
+                   "seconds": round(time.monotonic() - started, 2),
+                   "interrupted": {"signal": cli_signals.signal_name(),
+                                   "tables": "incomplete: partitions written before the signal only"}}
     finally:
-        if own:
+        late = _stop(spark) if own else False
+    if "interrupted" in summary:
+        parquet_parts.drop_unfinished(os.path.abspath(out))
+    write_summary(out, summary)
+    if late:                 # the signal came while Spark stopped: the analysis is whole, written
+        raise KeyboardInterrupt("stopped while Spark stopped")
+    return summary
+
+
+def _quiet(sc) -> None:
+    """A stopped job: its running tasks cancelled, and the JVM's log of what that breaks (every
+    task's stack) silenced; the user asked for the stop and is told in one line."""
+    try:
+        sc.setLogLevel("OFF")
+        sc.cancelAllJobs()
+    except Exception:                      # the JVM may be going already
+        pass
+
+
+def _stop(spark) -> bool:
+    """Stop the session; True when a signal (KeyboardInterrupt) came meanwhile, after it was
+    asked to stop (the second signal exits at once: conformance/cli_signals.py)."""
+    try:
+        spark.stop()
+        return False
+    except KeyboardInterrupt:
+        try:
             spark.stop()
-    return write_summary(out, summary)
+        except Exception:                  # the JVM may be gone already: the sweep ends it
+            pass
+        return True
 
 
 def write_summary(out: str, summary: dict) -> dict:
