@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import sys
@@ -30,6 +29,7 @@ from benchmarks import (bench_blipmq_decode, bench_brokers, bench_fuzz, bench_pi
                         bench_rmqs_decode, bench_signalr_decode, bench_suite, bench_vibemq_decode,
                         calibration)
 from wirecheck.conformance import cli_signals  # noqa: E402
+from wirecheck.conformance.atomic_file import write_json  # noqa: E402
 
 #: MB of pcap the full run's pipeline figures use (benchmarks/bench_pipeline.py alone defaults
 #: to 500 MB, about nine minutes, where its goals apply; this keeps ``make bench`` within its
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     report["seconds"] = round(time.perf_counter() - start, 2)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    write_json(out, report)
     print(markdown(report))
     print(f"\n{len(report['results'])} results in {report['seconds']} s -> {out}")
     if "interrupted" in report:

@@ -108,3 +108,24 @@ def test_replay_replays_up_to_the_cut(inputs, tmp_path):
     assert got.stderr.strip().endswith("replayed up to there, the rest is lost"), got.stderr
     doc = json.loads(report.read_text())
     assert doc["damaged"][0]["error"].startswith("file ends inside a record") and len(doc["tests"]) > 10
+
+
+def test_files_for_users_are_written_whole(tmp_path, monkeypatch):
+    """A result file, report or summary is written to a temporary file and renamed: a run killed
+    while writing leaves the previous file (here: a write that fails before the rename), never
+    half of it, and no temporary file."""
+    from wirecheck.conformance import atomic_file
+    path = tmp_path / "r.json"
+    atomic_file.write_json(path, {"tests": [1, 2, 3]})
+    assert json.loads(path.read_text()) == {"tests": [1, 2, 3]}
+    written = []
+
+    def no_rename(src, dst):
+        written.append(Path(src).read_text())
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(atomic_file.os, "replace", no_rename)
+    with pytest.raises(OSError):
+        atomic_file.write_json(path, {"tests": list(range(1000))})
+    assert json.loads(written[0]) == {"tests": list(range(1000))}       # the whole text went to the temporary file
+    assert json.loads(path.read_text()) == {"tests": [1, 2, 3]}
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]

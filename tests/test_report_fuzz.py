@@ -177,7 +177,16 @@ def test_what_is_neither_is_refused(inputs, tmp_path):
         result = wirecheck("report", str(inputs / "campaign.json"), str(tmp_path / name),
                            "--out", str(tmp_path / "o.html"))
         assert result.returncode == 2 and message in result.stderr and name in result.stderr, (name, result.stderr)
-    assert not (tmp_path / "o.html").exists()
+        # the input that can be read makes the report all the same; the one line says what was left out
+        assert "left out" in result.stderr and (tmp_path / "o.html").exists(), result.stderr
+        assert result.stderr.count("\n") == 1, result.stderr
+        (tmp_path / "o.html").unlink()
+    # a result file cut short (a run killed while writing, before files were written whole)
+    text = (inputs / "result.json").read_text()
+    (tmp_path / "cut.json").write_text(text[:len(text) // 2])
+    result = wirecheck("report", str(inputs / "result.json"), str(tmp_path / "cut.json"), "--out", str(tmp_path / "o.html"))
+    assert result.returncode == 2 and "cut.json: not a JSON result file" in result.stderr
+    assert "test_ping_after_auth_gets_pong" in (tmp_path / "o.html").read_text()
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "notes.json").write_text('{"unrelated": true}')

@@ -37,6 +37,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from wirecheck.conformance import cli_signals, report_index  # noqa: E402
+from wirecheck.conformance.atomic_file import write_text  # noqa: E402
 from wirecheck.conformance.report_matrix import matrix_document  # noqa: E402
 from wirecheck.conformance.results import load_run  # noqa: E402
 
@@ -270,8 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     doc["generated"] = time.strftime("%Y-%m-%d")
     if stopped is not None:
         doc["interrupted"] = stopped
-    with open(os.path.join(out, "matrix.json"), "w", encoding="utf-8") as fh:
-        fh.write(local_paths(json.dumps(doc, indent=1), out, args.python))
+    write_text(os.path.join(out, "matrix.json"), local_paths(json.dumps(doc, indent=1), out, args.python) + "\n")
     failed = [e["name"] for e in entries if "error" in e]
     print(f"matrix: {len(entries) - len(failed)} of {len(entries)} implementation(s) ran; "
           f"{len(doc['findings'])} finding(s) ({len(doc['problems'])} requirement(s) broken); {out}/index.html, {out}/matrix.json"

@@ -437,15 +437,18 @@ def _docs_url(args) -> None:
 def cmd_report(args) -> int:
     from wirecheck.conformance.report_index import write
     from wirecheck.conformance.results import ReportError, load_inputs
+    unreadable: list[str] = []
     try:
-        inputs = load_inputs(args.results)
+        inputs = load_inputs(args.results, unreadable)
     except ReportError as exc:
         print(f"wirecheck report: {exc}", file=sys.stderr)
         return EXIT_HARNESS
+    for problem in unreadable:       # the others make the report; the status says one was lost
+        print(f"wirecheck report: {problem}: left out", file=sys.stderr)
     _docs_url(args)
     for path in write(inputs.runs, args.out, inputs.campaigns, inputs.analyses):
         print(f"wrote {path}")
-    return EXIT_OK
+    return EXIT_HARNESS if unreadable else EXIT_OK
 
 
 # -- decode ------------------------------------------------------------------------------------

@@ -708,8 +708,8 @@ class ResultCollector:
             doc["interrupted"] = {"signal": signal.Signals(stopped_by).name,
                                   "not_run": max(session.testscollected - len(self.results), 0),
                                   "not_run_tests": [i.nodeid for i in session.items if i.nodeid not in self.results]}
-        with open(path, "w") as fh:
-            json.dump(doc, fh, indent=1)
+        from wirecheck.conformance.atomic_file import write_json
+        write_json(path, doc)
         if html:
             from wirecheck.conformance.report_index import write
             from wirecheck.conformance.results import load_run

@@ -17,10 +17,10 @@ and its report block: violations by requirement with examples, the stats table) 
 (the summary.json read) and ``label``."""
 from __future__ import annotations
 
-import json
 import os
 import time
 
+from wirecheck.conformance.atomic_file import write_json, write_text
 from wirecheck.conformance.report_html import render
 from wirecheck.conformance.results import Analysis, Campaign, Run
 
@@ -77,13 +77,11 @@ def write(runs: list[Run], out: str, campaigns: list[Campaign] = (), analyses: l
     for path in filter(None, targets):
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     if html_path:
-        with open(html_path, "w", encoding="utf-8") as fh:
-            fh.write(render(runs, campaigns=campaigns, analyses=analyses))
+        write_text(html_path, render(runs, campaigns=campaigns, analyses=analyses))
         written.append(html_path)
     if json_path:
         doc = index(runs, os.path.dirname(os.path.abspath(json_path)), campaigns, analyses)
-        with open(json_path, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=1)
+        write_json(json_path, doc)
         written.append(json_path)
     return written
 
@@ -97,7 +95,6 @@ def write_result(doc: dict, out: str, name: str) -> None:
     else:
         json_path = os.path.join(out, name)
     os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
-    with open(json_path, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=1)
+    write_json(json_path, doc)
     if not out.endswith(".json"):
         write([Run(doc["label"], json_path, doc)], out)

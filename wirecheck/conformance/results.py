@@ -330,13 +330,14 @@ class Inputs:
     analyses: list[Analysis] = field(default_factory=list)
 
 
-def load_inputs(paths: list[str]) -> Inputs:
+def load_inputs(paths: list[str], unreadable: list[str] | None = None) -> Inputs:
     """Every result file, campaign summary and capture analysis in ``paths``: files, or
     directories holding them as ``*.json`` (other JSON files in a directory are skipped, a file
     named is not). A capture analysis's output directory is such a directory: its one JSON file
     is ``summary.json`` (the tables are Parquet, in subdirectories, not read). Runs of the same
     target merged, labels made unique. :class:`ReportError` when one is unreadable or there
-    are none."""
+    are none; with ``unreadable`` given, what cannot be read is said there (one line each) and
+    the others are read, :class:`ReportError` only when none can be."""
     files = []
     for p in paths:
         if os.path.isdir(p):
@@ -347,7 +348,16 @@ def load_inputs(paths: list[str]) -> Inputs:
     if not files:
         raise ReportError(f"no result files or fuzz campaign summaries (nor capture analysis directories) "
                           f"in {', '.join(paths)}")
-    loaded = [load(f) for f in files]
+    loaded = []
+    for f in files:
+        try:
+            loaded.append(load(f))
+        except ReportError as exc:
+            if unreadable is None:
+                raise
+            unreadable.append(str(exc))
+    if not loaded:
+        raise ReportError(unreadable[0])
     runs = [x for x in loaded if isinstance(x, Run)]
     campaigns = sorted((x for x in loaded if isinstance(x, Campaign)), key=lambda c: -c.started)
     analyses = sorted((x for x in loaded if isinstance(x, Analysis)), key=lambda a: -a.started)

@@ -289,7 +289,8 @@ def main(args) -> int:
     out = Path(args.out) if args.out else REPORTS / time.strftime(
         "campaign-%Y%m%dT%H%M%SZ.json", time.gmtime(started))
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=1) + "\n")
+    from wirecheck.conformance.atomic_file import write_json
+    write_json(out, summary)
     if args.json:
         print(json.dumps({k: v for k, v in summary.items() if k != "jobs"} | {"summary": str(out)}), flush=True)
     else:

@@ -11,7 +11,6 @@ apart (``not_reproduced``): a fact about the run, not about the target's input.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,7 +117,8 @@ def save(fuzzer, finding: Finding) -> None:
         "target_output": finding.output,
         "reproduce": reproduce_command(fuzzer, finding, path),
     }
-    path.with_suffix(".json").write_text(json.dumps(meta, indent=1) + "\n")
+    from wirecheck.conformance.atomic_file import write_json
+    write_json(path.with_suffix(".json"), meta)
 
 
 def add_variant(finding: Finding, variant_key: str, sent, verified: bool, listed: bool = True) -> None:

@@ -22,7 +22,6 @@ the decoders' partial frames), not by the input's size.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import shutil
 import sys
@@ -337,5 +336,6 @@ def _stop(spark) -> bool:
 def write_summary(out: str, summary: dict) -> dict:
     """``out/summary.json`` (what ``wirecheck report`` reads), returning ``summary``."""
     Path(out).mkdir(parents=True, exist_ok=True)
-    Path(out, "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    from wirecheck.conformance.atomic_file import write_json
+    write_json(Path(out, "summary.json"), summary)
     return summary
