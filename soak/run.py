@@ -47,8 +47,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     outdir = os.path.join(os.path.dirname(os.path.abspath(args.out)), "soak")
     summary = {"machine": machine(), "quick": args.quick, "runs": {}}
-    for name in args.only or MODULES:
-        print(f"soak: {name} ...", flush=True)
+    chosen = args.only or MODULES
+    for i, name in enumerate(chosen, 1):
+        print(f"soak: [{i}/{len(chosen)}] {name} ...", flush=True)
         result = run_one(name, args.quick, outdir)
         summary["runs"][name] = result
         print(f"soak: {name}: {'ok' if result.get('ok') else 'FAILED'} in {result['elapsed_s']} s",

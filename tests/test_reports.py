@@ -4,6 +4,7 @@ index.json and transcript files; stale waivers are flagged; the HTML opens in he
 Chromium (screenshot and the DOM after its script ran)."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -133,6 +134,9 @@ def test_run_leaves_index_html_json_and_junit(tmp_path):
     result = wirecheck("run", "--protocol", "micromessage2", "--protocol", "blipmq", "--reports",
                        str(tmp_path), timeout=300)
     assert result.returncode == 0, result.stdout[-3000:]
+    # each suite says how far along it is (at least its first count and its end)
+    counts = re.findall(r"^   blipmq: (\d+)/(\d+) tests$", result.stdout, re.M)
+    assert counts and counts[-1][0] == counts[-1][1] and int(counts[0][0]) < int(counts[0][1]), result.stdout
     for name in ("index.html", "index.json", "blipmq.junit.xml", "micromessage2.junit.xml"):
         assert (tmp_path / name).stat().st_size > 0, name
     index = json.loads((tmp_path / "index.json").read_text())

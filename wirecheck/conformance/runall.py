@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
+import threading
+import time
 
 from wirecheck.reference_impl.core import registry
 
@@ -49,8 +52,12 @@ def run_all(reports: str, timeout: float | None = None, alluredir: str | None = 
         # wait_child, and the suite stops its broker and writes what it judged
         proc = subprocess.Popen(cmd + ["--", "-p", "no:randomly", "-q", "--no-header",
                                        "-o", "console_output_style=count", *extra],
-                                stdout=subprocess.DEVNULL, start_new_session=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        shown = threading.Thread(target=_progress, args=(spec.id, proc.stdout), daemon=True)
+        shown.start()
         status, was_stopped = cli_signals.wait_child(proc)
+        shown.join(5.0)
         worst = max(worst, status)
         rows.append((spec, status, report))
         if was_stopped:
@@ -78,6 +85,28 @@ def run_all(reports: str, timeout: float | None = None, alluredir: str | None = 
     print(f"\nreports: {os.path.abspath(reports)} (index.html, index.json, <protocol>.json, "
           f"<protocol>.junit.xml)" if written else f"\nreports: {os.path.abspath(reports)}")
     return cli_signals.exit_status() if stopped is not None else worst
+
+
+#: Seconds between two progress lines of one suite.
+PROGRESS_EVERY = 10.0
+_COUNT = re.compile(r"\[\s*(\d+)/(\d+)\]")
+
+
+def _progress(protocol: str, stream) -> None:
+    """A line from the suite's own count ("[ 120/371]" at the end of pytest's lines): the first,
+    then at most every :data:`PROGRESS_EVERY` s, and the last: a slow suite is told from a
+    hung one."""
+    last, shown = time.monotonic(), ""
+    for line in stream:
+        m = _COUNT.search(line)
+        if m is None:
+            continue
+        now = time.monotonic()
+        text = f"   {protocol}: {m.group(1)}/{m.group(2)} tests"
+        done = m.group(1) == m.group(2)
+        if (not shown or done or now - last >= PROGRESS_EVERY) and text != shown:
+            print(text, flush=True)
+            last, shown = now, text
 
 
 def _index(reports: str, results: list[str]) -> bool:
