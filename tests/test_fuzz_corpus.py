@@ -25,7 +25,8 @@ MIN_SEEDS = {"blipmq": 9, "rabbitmq-stream": 40, "rabbitmq-stream-chunk": 10, "s
              "signalr-msgpack": 15, "signalr-session": 8, "vibemq": 40, "vibemq-message": 45,
              "vibemq-session": 18, "micromessage2": 28, "micromessage2-handshake": 22,
              "micromessage2-session": 42, "signalr-http": 60, "micromessage2-syntax": 18,
-             "rabbitmq-stream-sasl": 6, "pcap": 45, "blipmq-wal": 8}
+             "rabbitmq-stream-sasl": 6, "pcap": 45, "blipmq-wal": 8,
+             "input-profile": 20, "input-report": 40, "input-finding": 10, "input-driver-output": 10}
 
 
 def _files(folder: Path) -> list[Path]:
@@ -111,6 +112,8 @@ def _seed_problem(target, data: bytes):
         from wirecheck.reference_impl.blipmq import wal
         wal.parse_wal(data)                         # not a WAL, or corruption: raises
         return None if data[:8] == wal.MAGIC else "no WAL header"
+    if target.seeds == "user-file":                # real and broken on purpose: any bytes
+        return None
     if target.seeds == "chunk":
         chunk = parse_chunk(data)
         if chunk.chunk_type == ChunkType.USER and len(chunk.messages()) != chunk.num_records:

@@ -435,11 +435,11 @@ def _docs_url(args) -> None:
 
 
 def cmd_report(args) -> int:
-    from wirecheck.conformance.report_index import write
-    from wirecheck.conformance.results import ReportError, load_inputs
+    from wirecheck.conformance.report_index import load_for_report, write
+    from wirecheck.conformance.results import ReportError
     unreadable: list[str] = []
     try:
-        inputs = load_inputs(args.results, unreadable)
+        inputs = load_for_report(args.results, unreadable)
     except ReportError as exc:
         print(f"wirecheck report: {exc}", file=sys.stderr)
         return EXIT_HARNESS
@@ -707,7 +707,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wirecheck {command.replace('_', '-')}: {problem}", file=sys.stderr)
         return EXIT_HARNESS
     from wirecheck.conformance import cli_signals
-    cli_signals.install()
+    # the command line's own process (argv None) becomes the subreaper of what it starts; a
+    # caller running a command in-process keeps its own handlers once it returns
+    previous = cli_signals.install(subreaper=argv is None)
     try:
         status = args.func(args)
     except KeyboardInterrupt:        # a command that does not write a partial result itself
@@ -720,7 +722,10 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
         return EXIT_OK
-    if cli_signals.received() is not None or (status or 0) > 128:
+    finally:
+        if argv is not None:
+            cli_signals.restore(previous)
+    if argv is None and (cli_signals.received() is not None or (status or 0) > 128):
         cli_signals.sweep()          # what a finally did not stop (cli_signals.py)
     return status
 

@@ -29,16 +29,28 @@ PR_SET_CHILD_SUBREAPER = 36
 _received: list[int] = []
 
 
-def install() -> None:
-    """SIGINT and SIGTERM handlers for this process (main thread only); and this process made
-    the "subreaper" of what it starts, so that a grandchild whose parent died (a target whose
-    suite was killed) stays a descendant the :func:`sweep` finds, instead of going to init."""
+def install(subreaper: bool = True) -> dict:
+    """SIGINT and SIGTERM handlers for this process (main thread only); the handlers they
+    replace, for :func:`restore`. ``subreaper``: this process is made the "subreaper" of what
+    it starts, so that a grandchild whose parent died (a target whose suite was killed) stays
+    a descendant the :func:`sweep` finds, instead of going to init (a command's own process;
+    not a caller that runs a command in-process, which would then have to reap them)."""
     if threading.current_thread() is not threading.main_thread():
-        return
+        return {}
     _received.clear()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
         signal.signal(sig, _handler)
-    _become_subreaper()
+    if subreaper:
+        _become_subreaper()
+    return previous
+
+
+def restore(previous: dict) -> None:
+    """Put back the handlers :func:`install` replaced."""
+    for sig, handler in previous.items():
+        if handler is not None:
+            signal.signal(sig, handler)
 
 
 def _become_subreaper() -> None:

@@ -79,6 +79,24 @@ class DriverRun:
     #: ``hung`` lines: what the library never returned from (the driver gave up waiting).
     hangs: list[str] = field(default_factory=list)
 
+    def read_output(self, stdout: bytes, stderr: bytes) -> None:
+        """What the driver printed: its ``received``, ``error`` and ``hung`` lines (any other
+        line, and bytes that are not UTF-8, are its own business: kept, never an error)."""
+        self.stdout = stdout.decode("utf-8", "replace")
+        self.stderr = stderr.decode("utf-8", "replace")
+        for line in self.stdout.splitlines():
+            m = RECEIVED_LINE.match(line)
+            if m:
+                self.received[m.group(1)] += 1
+                continue
+            m = ERROR_LINE.match(line)
+            if m:
+                self.errors.append(m.group(1).strip() or "(no text)")
+                continue
+            m = HUNG_LINE.match(line)
+            if m:
+                self.hangs.append(m.group(1).strip() or "(no text)")
+
     @property
     def signal(self) -> int | None:
         """The signal that ended it (directly, or as a shell's 128 + N), unless the kit sent it."""
@@ -212,20 +230,7 @@ def run_driver(argv: list[str], budget: float, env: dict | None = None, cwd: str
         _kill_group(proc.pid, signal.SIGKILL)
     for t in readers:
         t.join(5.0)
-    run.stdout = b"".join(out).decode("utf-8", "replace")
-    run.stderr = b"".join(err).decode("utf-8", "replace")
-    for line in run.stdout.splitlines():
-        m = RECEIVED_LINE.match(line)
-        if m:
-            run.received[m.group(1)] += 1
-            continue
-        m = ERROR_LINE.match(line)
-        if m:
-            run.errors.append(m.group(1).strip() or "(no text)")
-            continue
-        m = HUNG_LINE.match(line)
-        if m:
-            run.hangs.append(m.group(1).strip() or "(no text)")
+    run.read_output(b"".join(out), b"".join(err))
     return run
 
 

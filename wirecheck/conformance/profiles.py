@@ -141,11 +141,23 @@ def load_profile(spec, name_or_path: str | None) -> Profile:
                 data = tomllib.load(fh)
         except FileNotFoundError:
             raise ProfileError(f"profile file {name!r} not found") from None
+        except OSError as exc:                       # a directory, no permission
+            raise ProfileError(f"profile file {name!r}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:            # TOML is UTF-8 text
+            raise ProfileError(f"profile file {name!r}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
         except tomllib.TOMLDecodeError as exc:
             raise ProfileError(f"profile file {name!r}: {exc}") from None
         builtin = data.get("extends", spec.default_profile)
-        merged = _merge(_builtin(spec, builtin), data)
-        _check_settings(spec, data, f"profile file {name!r}")
+        if not isinstance(builtin, str):
+            raise ProfileError(f"profile file {name!r}: extends must name a built-in profile "
+                               f"({', '.join(sorted(spec.profiles))}), not {builtin!r}")
+        try:
+            merged = _merge(_builtin(spec, builtin), data)
+            _check_settings(spec, data, f"profile file {name!r}")
+        except ProfileError as exc:                  # said with the file it came from
+            if f"profile file {name!r}" in str(exc):
+                raise
+            raise ProfileError(f"profile file {name!r}: {exc}") from None
         label = data.get("name", os.path.basename(name))
     else:
         merged = _builtin(spec, name)

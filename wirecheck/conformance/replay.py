@@ -462,20 +462,15 @@ def _earlier_connections(path: str, options: ReplayOptions) -> str:
     a note of what was done, or "" when the finding needs none."""
     import select
     import socket
-    befores = _finding_meta(path).get("connections_before")
-    if not isinstance(befores, list) or not befores:
+    try:
+        befores = earlier_connection_bytes(path)
+    except ValueError as exc:
+        return str(exc)
+    if not befores:
         return ""
     host, port = options.target[0], options.target[1]
     sent = 0
-    for before in befores:
-        try:
-            data = b"".join(bytes.fromhex(f) for f in before["frames"])
-        except (KeyError, TypeError, ValueError):
-            return f"the finding's earlier connection {sent + 1} is unreadable: not replayed"
-        writes = before.get("writes")
-        if not (isinstance(writes, list) and all(isinstance(w, int) and w > 0 for w in writes)
-                and sum(writes) == len(data)):
-            writes = [len(data)]
+    for data, writes in befores:
         try:
             with socket.create_connection((host, port), timeout=options.timeout) as sock:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -492,6 +487,26 @@ def _earlier_connections(path: str, options: ReplayOptions) -> str:
                     f"failed: {exc.strerror or exc}")
         sent += 1
     return f"replayed first the {sent} earlier connection(s) the finding needs (connections_before)"
+
+
+def earlier_connection_bytes(path: str) -> list[tuple[bytes, list[int]]]:
+    """(bytes, writes) of each connection a fuzzer finding needs before its own, from its
+    JSON's ``connections_before``; ValueError saying which one does not read (none is sent)."""
+    befores = _finding_meta(path).get("connections_before")
+    if not isinstance(befores, list):
+        return []
+    out = []
+    for n, before in enumerate(befores, 1):
+        try:
+            data = b"".join(bytes.fromhex(f) for f in before["frames"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"the finding's earlier connection {n} is unreadable: none replayed") from None
+        writes = before.get("writes")
+        if not (isinstance(writes, list) and all(type(w) is int and w > 0 for w in writes)
+                and sum(writes) == len(data)):
+            writes = [len(data)]
+        out.append((data, writes))
+    return out
 
 
 def _finding_protocol(path: str):

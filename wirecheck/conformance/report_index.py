@@ -22,7 +22,7 @@ import time
 
 from wirecheck.conformance.atomic_file import write_json, write_text
 from wirecheck.conformance.report_html import render
-from wirecheck.conformance.results import Analysis, Campaign, Run
+from wirecheck.conformance.results import Analysis, Campaign, Inputs, ReportError, Run, load_inputs
 
 
 def _file_name(text: str) -> str:
@@ -84,6 +84,32 @@ def write(runs: list[Run], out: str, campaigns: list[Campaign] = (), analyses: l
         write_json(json_path, doc)
         written.append(json_path)
     return written
+
+
+def load_for_report(paths: list[str], unreadable: list[str]) -> Inputs:
+    """:func:`~results.load_inputs` for ``wirecheck report``, each input then shown once on
+    its own: the loader checks the types the report reads, and an input that passes them yet
+    still cannot be shown (a field nested deeper than they go) is left out with the one line
+    naming what failed, rather than ending the command with a traceback."""
+    import traceback
+    inputs = load_inputs(paths, unreadable)
+    kept: dict[str, list] = {"runs": [], "campaigns": [], "analyses": []}
+    for key in kept:
+        for item in getattr(inputs, key):
+            alone = {k: [item] if k == key else [] for k in kept}
+            try:
+                render(alone["runs"], campaigns=alone["campaigns"], analyses=alone["analyses"], docs="")
+                index(alone["runs"], None, alone["campaigns"], alone["analyses"])
+            except Exception as exc:           # the input's fault: the kit wrote none such
+                where = traceback.extract_tb(exc.__traceback__)[-1]
+                text = (str(exc).splitlines() or [""])[0]
+                unreadable.append(f"{item.path}: cannot be shown ({type(exc).__name__}: {text} "
+                                  f"in {os.path.basename(where.filename)}:{where.name})")
+                continue
+            kept[key].append(item)
+    if not any(kept.values()):
+        raise ReportError(unreadable[0])
+    return Inputs(kept["runs"], kept["campaigns"], kept["analyses"])
 
 
 def write_result(doc: dict, out: str, name: str) -> None:

@@ -224,6 +224,10 @@ def _analysis_label(doc: dict, path: str) -> str:
     return f"capture analysis {out or path}"
 
 
+#: Seconds since 1970 past which a file's times are not taken as times (the year 5138).
+LATEST_TIME = 1e11
+
+
 def _number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
@@ -242,8 +246,8 @@ def _malformed_analysis(doc: dict) -> str | None:
         return "without its 'report' block (violations and stats; wirecheck analyze writes it)"
     for i, r in enumerate(report["stats"]):
         if not (isinstance(r, dict) and isinstance(r.get("protocol"), str) and isinstance(r.get("metric"), str)
-                and isinstance(r.get("key"), (str, type(None))) and _number(r.get("count"))
-                and (r.get("value") is None or _number(r.get("value")))):
+                and "key" in r and isinstance(r["key"], (str, type(None))) and _number(r.get("count"))
+                and "value" in r and (r["value"] is None or _number(r["value"]))):
             return (f"stats row {i} is not {{protocol, metric, key, count, value}} with a number count: "
                     f"{json.dumps(r)[:200]}")
     for i, v in enumerate(report["violations"]):
@@ -271,7 +275,71 @@ def _as_run(path: str, doc: dict) -> Run:
     if not isinstance(doc.get("tests"), list) or not isinstance(doc.get("summary"), dict):
         raise ReportError(f"{path}: not a wirecheck result file (no 'tests' and 'summary') "
                           f"or fuzz campaign summary (no \"kind\": \"{CAMPAIGN}\")")
+    problem = _malformed_run(doc)
+    if problem is not None:
+        raise ReportError(f"{path}: a result file whose {problem}")
     return Run(_label(doc, path), path, doc)
+
+
+def _is(value, kinds, optional: bool = True) -> bool:
+    return (optional and value is None) or (isinstance(value, kinds) and not isinstance(value, bool)
+                                            if kinds in (int, float, (int, float)) else isinstance(value, kinds))
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+#: A test entry's fields the report reads, and their types (None: may be absent).
+_TEST_FIELDS = {"nodeid": str, "verdict": str, "protocol": (str, type(None)), "message": (str, type(None)),
+                "transcript": (str, type(None)), "duration": (int, float, type(None)),
+                "requirements_verdict": (str, type(None)), "wire": (list, type(None)),
+                "notes": (list, type(None)), "failures": (list, type(None))}
+#: A protocol summary's blocks and their types.
+_SUMMARY_FIELDS = {"counts": dict, "catalogue": dict, "coverage": dict, "failing_requirements": list,
+                   "waivers": dict, "stale_waivers": list, "unimplemented_requirements": list,
+                   "waived_requirements": list, "crashes": list, "target_health": dict}
+
+
+def _malformed_run(doc: dict) -> str | None:
+    """What in a result file does not have the type the report reads it as, or None (checked
+    once here, as :func:`_malformed_analysis` does for analyses: the renderer trusts it)."""
+    for key in ("started", "finished"):
+        if not _is(doc.get(key), (int, float)):
+            return f"{key!r} is not a number"
+    for key in ("label", "profile"):
+        if not _is(doc.get(key), str):
+            return f"{key!r} is not text"
+    if not _is(doc.get("paths"), list) or not all(isinstance(p, str) for p in doc.get("paths") or ()):
+        return "'paths' is not a list of file names"
+    if not _is(doc.get("interrupted"), dict):
+        return "'interrupted' is not an object"
+    for i, t in enumerate(doc["tests"]):
+        if not isinstance(t, dict):
+            return f"test {i} is not an object"
+        for key, kinds in _TEST_FIELDS.items():
+            if not isinstance(t.get(key), kinds if isinstance(kinds, tuple) else (kinds,)) or isinstance(t.get(key), bool):
+                return f"test {i}'s {key!r} is not {_kind_name(kinds)}"
+        for key in ("requirements", "broke"):
+            if key in t and not _strings(t[key]) or key == "requirements" and key not in t:
+                return f"test {i}'s {key!r} is not a list of requirement IDs"
+    for proto, summary in doc["summary"].items():
+        if not isinstance(summary, dict):
+            return f"summary of {proto!r} is not an object"
+        for key, kind in _SUMMARY_FIELDS.items():
+            if key in summary and not isinstance(summary[key], kind):
+                return f"summary of {proto!r}: {key!r} is not {_kind_name(kind)}"
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in summary.get("counts", {}).values()):
+            return f"summary of {proto!r}: 'counts' are not whole numbers"
+        if not all(isinstance(r, dict) for r in summary.get("catalogue", {}).values()):
+            return f"summary of {proto!r}: a 'catalogue' entry is not an object"
+    return None
+
+
+def _kind_name(kinds) -> str:
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    names = {str: "text", int: "a number", float: "a number", list: "a list", dict: "an object"}
+    return " or ".join(dict.fromkeys(names[k] for k in kinds if k in names)) or "absent"
 
 
 def _as_campaign(path: str, doc: dict) -> Campaign:
@@ -300,10 +368,13 @@ def load(path: str) -> Run | Campaign | Analysis:
         raise ReportError(f"{path}: not a JSON result file ({exc})") from None
     if not isinstance(doc, dict):
         raise ReportError(f"{path}: not a wirecheck result file (a JSON {type(doc).__name__}, not an object)")
+    for key in ("started", "finished", "seconds"):      # every kind is ordered and timed by these
+        if doc.get(key) is not None and not (_number(doc[key]) and 0 <= doc[key] < LATEST_TIME):
+            raise ReportError(f"{path}: its {key!r} is not a time (seconds since 1970)")
     kind = doc.get("kind")
     reader = KINDS.get(kind) if isinstance(kind, (str, type(None))) else None
     if reader is None:
-        if kind in _NOT_INPUTS:
+        if isinstance(kind, str) and kind in _NOT_INPUTS:
             raise ReportError(f"{path}: {_NOT_INPUTS[kind]}")
         raise ReportError(f"{path}: not a wirecheck result file, fuzz campaign summary or capture analysis "
                           f"summary (kind {kind!r})")

@@ -245,6 +245,8 @@ def _live(args, spec, seconds: float) -> int:
             elif args.url:
                 options.url = args.url.replace("{host}", host).replace("{port}", str(port))
         fuzzer = LiveFuzzer(spec, host, port, options, managed)
+        for lost in fuzzer.seed_damage:            # the other seeds are used all the same
+            print(f"wirecheck fuzz: --seeds {lost}", file=sys.stderr)
         if not fuzzer.alive():
             where = options.url or f"{host}:{port}"
             print(f"wirecheck fuzz: the target {where} does not answer the liveness probe before any "

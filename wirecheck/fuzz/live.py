@@ -174,7 +174,10 @@ class LiveFuzzer:
         for target in of_protocol(spec.id):
             tokens += load_dictionary(FUZZ / "dictionaries" / target.dictionary)
         self.mutator = Mutator(self.rng, sorted(set(tokens)))
-        self.seeds: list[Seed] = load_seeds(spec, options.profile, list(options.extra_seeds))
+        #: seed files not read whole (a capture cut short, a missing --seeds path): one line each
+        self.seed_damage: list[str] = []
+        self.seeds: list[Seed] = load_seeds(spec, options.profile, list(options.extra_seeds),
+                                            damage=self.seed_damage)
         if not self.seeds:
             raise RuntimeError(f"no seed sessions for {spec.id}: no capture or corpus decodes")
         self.corpus: list[tuple[bytes, ...]] = [s.frames for s in self.seeds]
@@ -453,7 +456,8 @@ class LiveFuzzer:
             "mode": "live", "protocol": self.spec.id, "profile": self.options.profile,
             "target": self.options.url or f"{self.host}:{self.port}", "started": started, "seconds": round(elapsed, 3),
             "execs": self.execs, "exec_per_s": round(self.execs / elapsed, 1) if elapsed > 0 else 0.0,
-            "seeds": len(self.seeds), "corpus_size": len(self.corpus), "coverage": len(self.shapes),
+            "seeds": len(self.seeds), **({"seeds_damaged": self.seed_damage} if self.seed_damage else {}),
+            "corpus_size": len(self.corpus), "coverage": len(self.shapes),
             "restarts": self.managed.restarts if self.managed is not None else 0,
             "replay_trials": self.trials.count,
             "stopped": self.stopped, "kit_error": self.kit_error,

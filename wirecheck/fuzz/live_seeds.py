@@ -104,17 +104,24 @@ def _client_frames(spec, data: bytes, profile: str | None) -> list[bytes]:
     return frames
 
 
-def capture_seeds(spec, path: str | os.PathLike, profile: str | None = None) -> list[Seed]:
+def capture_seeds(spec, path: str | os.PathLike, profile: str | None = None,
+                  damage: list[str] | None = None) -> list[Seed]:
+    """The client streams of a capture as seeds; a capture cut short or corrupt gives what
+    precedes the break, and a line in ``damage`` says where and what was lost."""
     sink = _ClientBytes()
     reassembler = TcpReassembler(sink, capture_ports(spec))
     last = 0.0
     try:
-        with PcapReader(str(path)) as reader:
+        with PcapReader(str(path), tolerant=True) as reader:
             for seg in reader:
                 last = seg.time
                 reassembler.segment(seg)
-    except (CaptureFormatError, OSError):
+    except (CaptureFormatError, OSError) as exc:
+        if damage is not None:
+            damage.append(f"{path}: {getattr(exc, 'strerror', None) or exc}: not read")
         return []
+    if reader.damage is not None and damage is not None:
+        damage.append(f"{path}: {reader.damage}: seeds taken up to there, the rest is lost")
     reassembler.close(last)
     seeds = []
     for index, data in sorted(sink.streams.items()):
@@ -134,14 +141,15 @@ def corpus_seeds(spec, folder: Path, profile: str | None = None) -> list[Seed]:
 
 
 def load_seeds(spec, profile: str | None = None, extra: list[str] = (),
-               limit: int = MAX_SEEDS) -> list[Seed]:
+               limit: int = MAX_SEEDS, damage: list[str] | None = None) -> list[Seed]:
     """Seeds for ``spec``: its captures, its atheris corpora and ``extra`` captures or byte
-    files; duplicates dropped, at most ``limit`` (spread over the sources)."""
+    files; duplicates dropped, at most ``limit`` (spread over the sources). What of them could
+    not be read whole is said in ``damage``, one line each."""
     from wirecheck.fuzz.targets import of_protocol
     found: list[Seed] = []
     folder = CAPTURES / spec.id
     for path in sorted(folder.glob("*.pcap*")) if folder.is_dir() else ():
-        found += capture_seeds(spec, path, profile)
+        found += capture_seeds(spec, path, profile, damage)
     for corpus in sorted({t.corpus for t in of_protocol(spec.id)}):
         found += corpus_seeds(spec, FUZZ / "corpora" / corpus, profile)
     for item in extra:
@@ -151,10 +159,17 @@ def load_seeds(spec, profile: str | None = None, extra: list[str] = (),
         elif p.is_file():
             from wirecheck.conformance.pcapfile import is_capture
             if is_capture(str(p)):
-                found += capture_seeds(spec, p, profile)
-            else:
+                found += capture_seeds(spec, p, profile, damage)
+                continue
+            try:
                 frames = split_frames(spec, p.read_bytes()[:MAX_SEED_BYTES], profile)
-                found += [Seed(p.name, tuple(frames))] if frames else []
+            except OSError as exc:
+                frames = []
+                if damage is not None:
+                    damage.append(f"{p}: {exc.strerror or exc}: not read")
+            found += [Seed(p.name, tuple(frames))] if frames else []
+        elif damage is not None:
+            damage.append(f"{p}: no such file or directory: not read")
     unique: dict[tuple, Seed] = {}
     for seed in found:
         unique.setdefault(seed.frames, seed)

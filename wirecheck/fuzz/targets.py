@@ -35,8 +35,9 @@ class FuzzTarget:
                              # Micromessage2 client session ("mm2-session": the offer first, a
                              # profile marker may follow), a captured HTTP/WebSocket or raw
                              # direction ("http-stream"), a text for a syntax parser ("text"),
-                             # a SASL response ("sasl"), a pcap/pcapng file ("capture")
-                             # or a BlipMQ write-ahead log file ("wal")
+                             # a SASL response ("sasl"), a pcap/pcapng file ("capture"),
+                             # a BlipMQ write-ahead log file ("wal"), or a file a user hands
+                             # the kit, real or broken ("user-file": any bytes)
 
 
 TARGETS = {t.name: t for t in (
@@ -98,6 +99,15 @@ TARGETS = {t.name: t for t in (
     FuzzTarget("rmqs_sasl", "nested", "wirecheck.fuzz.fuzz_rmqs_sasl", "rabbitmq-stream-sasl", "rabbitmq-stream.dict",
                "rabbitmq-stream", seeds="sasl"),
     FuzzTarget("pcap", "nested", "wirecheck.fuzz.fuzz_pcap", "pcap", "pcap.dict", "", seeds="capture"),
+    # what else the kit reads from its users (fuzz/harness_inputs.py): real and broken files
+    FuzzTarget("input_profile", "nested", "wirecheck.fuzz.fuzz_input_profile", "input-profile", "input-profile.dict",
+               "", seeds="user-file"),
+    FuzzTarget("input_report", "nested", "wirecheck.fuzz.fuzz_input_report", "input-report", "input-json.dict",
+               "", seeds="user-file"),
+    FuzzTarget("input_finding", "nested", "wirecheck.fuzz.fuzz_input_finding", "input-finding", "input-json.dict",
+               "", seeds="user-file"),
+    FuzzTarget("input_driver_output", "nested", "wirecheck.fuzz.fuzz_input_driver_output", "input-driver-output",
+               "input-driver-output.dict", "", seeds="user-file"),
 )}
 
 
