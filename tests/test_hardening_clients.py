@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import pytest
 
-from wirecheck.conformance import cli
+from wirecheck.conformance import cli_serve
 from wirecheck.reference_impl.blipmq import codec as blip
 from wirecheck.reference_impl.blipmq.broker import BlipBroker, BrokerConfig
 from wirecheck.reference_impl.core.server import ThreadedServer
@@ -186,7 +186,7 @@ def test_subscriptions_are_bounded_broker_wide():
                                            ("127.0.0.2", True), ("0.0.0.0", False), ("", False),
                                            ("::", False), ("192.0.2.7", False), ("example.org", False)])
 def test_is_loopback(host, loopback):
-    assert cli.is_loopback(host) is loopback
+    assert cli_serve.is_loopback(host) is loopback
 
 
 @pytest.mark.parametrize("protocol", ["blipmq", "vibemq", "rabbitmq-stream"])
@@ -195,7 +195,7 @@ def test_serve_refuses_default_credentials_off_loopback(protocol):
     r = subprocess.run([sys.executable, "-m", "wirecheck", "serve", "--protocol", protocol,
                         "--host", "0.0.0.0", "--port", "0"], cwd=ROOT, capture_output=True,
                        text=True, timeout=60)
-    assert r.returncode == cli.EXIT_HARNESS
+    assert r.returncode == cli_serve.EXIT_HARNESS
     assert "warning: listening on 0.0.0.0" in r.stderr
     assert "loopback only: give --api-key" in r.stderr
 
@@ -203,14 +203,14 @@ def test_serve_refuses_default_credentials_off_loopback(protocol):
 def test_serve_security_warns_but_allows_explicit_credentials_and_no_auth_protocols(capsys):
     from wirecheck.reference_impl.core import registry
     args = argparse.Namespace(host="0.0.0.0", api_key=["s3cret"])
-    assert cli._serve_security(registry.get("blipmq"), args, {}) is None
-    assert cli._serve_security(registry.get("vibemq"), args, {"require_auth": False})
+    assert cli_serve._serve_security(registry.get("blipmq"), args, {}) is None
+    assert cli_serve._serve_security(registry.get("vibemq"), args, {"require_auth": False})
     args = argparse.Namespace(host="0.0.0.0", api_key=None)
-    assert cli._serve_security(registry.get("signalr"), args, {}) is None
+    assert cli_serve._serve_security(registry.get("signalr"), args, {}) is None
     err = capsys.readouterr().err
     assert "warning: listening on 0.0.0.0" in err and "signalr has no authentication" in err
     args = argparse.Namespace(host="127.0.0.1", api_key=None)
-    assert cli._serve_security(registry.get("rabbitmq-stream"), args, {}) is None
+    assert cli_serve._serve_security(registry.get("rabbitmq-stream"), args, {}) is None
     assert capsys.readouterr().err == ""
 
 

@@ -84,3 +84,21 @@ def host_port_arg(text: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"{text!r} is not HOST:PORT")
     return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def check_profile(spec, name: str | None) -> str | None:
+    """Validate ``--profile`` for serve/decode; returns an error message or None. (BlipMQ's
+    profiles share one wire format, so its codec and broker do not vary with them.)"""
+    from wirecheck.conformance.profiles import ProfileError, load_profile
+    try:
+        load_profile(spec, name)
+    except ProfileError as exc:
+        return str(exc)
+    return None
+
+
+def profile_base(spec, name: str | None) -> str | None:
+    """The built-in profile a ``--profile`` is or extends (what codecs that vary by profile,
+    like SignalR's draft and v1, are told)."""
+    from wirecheck.conformance.profiles import load_profile
+    return load_profile(spec, name).base
