@@ -24,6 +24,13 @@ SUITE = ROOT / "captures" / "blipmq" / "suite.pcap.gz"
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("damaged")
+    return (folder, *damaged_captures(folder))
+
+
+def damaged_captures(folder: Path) -> tuple[Path, Path, Path, Path]:
+    """A whole capture, one cut inside a record, one with a corrupt record half-way, and a
+    file that is no capture (also used by tests/test_spark_cluster.py)."""
+    folder.mkdir(parents=True, exist_ok=True)
     data = gzip.open(SUITE).read()
     good = folder / "good.pcap"
     good.write_bytes(data)
@@ -37,7 +44,7 @@ def inputs(tmp_path_factory):
     middle.write_bytes(bytes(corrupt))
     junk = folder / "notes.pcap"
     junk.write_text("not a capture\n")
-    return folder, good, cut, middle, junk
+    return good, cut, middle, junk
 
 
 def _record_at(data: bytes, past: int) -> int:

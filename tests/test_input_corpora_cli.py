@@ -3,6 +3,7 @@ real files and broken ones) through the commands that read them: each ends with 
 exit status, says what is wrong with an input in one line, and never prints a traceback."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -76,6 +77,11 @@ def test_fuzz_findings(capsys, tmp_path, broker):
                                             f"127.0.0.1:{broker}", "--timeout", "2"])
         assert status in (0, 1) and len(_lines(err)) <= 1, (seed.name, status, err)
         assert _lines(stdout), seed.name
+        try:
+            readable = isinstance(json.loads(seed.read_bytes()), dict)
+        except ValueError:
+            readable = False
+        assert readable or "not read" in err, (seed.name, err)      # said, and replayed without it
 
 
 def test_driver_output(capsys, tmp_path):

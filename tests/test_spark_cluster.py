@@ -15,6 +15,7 @@ from wirecheck.pipeline.fuzz_job import ROW_TABLES, analyze_fuzz
 from wirecheck.pipeline.local import analyze as analyze_plain
 
 from .spark_cluster import StandaloneCluster, analyze_command, driver_env, executor_starts, workers_python
+from .test_damaged_inputs import damaged_captures
 from .test_pipeline import CAPTURES, _rows, _same_rows
 from .test_pipeline_fuzz import _campaign, _job
 
@@ -49,8 +50,19 @@ def test_analyze_and_analyze_fuzz_on_a_standalone_cluster(spark, tmp_path):
         summary = _run(["analyze", *INPUTS, "--out", str(out), "--master", cluster.master_url,
                         "--partitions", "4", *conf], 1)
         fuzz = _run(["analyze-fuzz", str(runs), "--out", str(fuzz_out), "--master", cluster.master_url, *conf])
+        # damaged inputs among a good one, read on the cluster's executors: what precedes each
+        # break is analysed, one line per damaged file, exit 2 (one is no capture at all)
+        damaged = damaged_captures(tmp_path / "damaged")
+        broken = subprocess.run(analyze_command("analyze", *map(str, damaged), "--out", str(tmp_path / "damaged-out"),
+                                                "--master", cluster.master_url, "--protocol", "blipmq", *conf),
+                                capture_output=True, text=True, timeout=600, env=driver_env())
         work = [p for i in range(cluster.workers) for p in (tmp_path / "spark" / f"work-{i}").rglob("*")]
     assert summary["master"] == cluster.master_url and fuzz["master"] == cluster.master_url
+    lines = [line for line in broken.stderr.splitlines() if line.startswith("wirecheck analyze:")]
+    assert broken.returncode == 2 and len(lines) == 3 and "Traceback" not in broken.stderr, broken.stderr[-3000:]
+    read = json.loads((tmp_path / "damaged-out" / "summary.json").read_text())
+    assert {Path(d["file"]).name for d in read["damaged"]} == {"cut.pcap", "corrupt.pcap", "notes.pcap"}
+    assert read["rows"]["frames"] > 0 and read["master"] == cluster.master_url
     # the executors ran on both workers, in their own Python (which has no kit), with the kit
     # the job sent them
     assert executor_starts(python) >= 2

@@ -377,6 +377,9 @@ def main(args) -> int:
     damage: list[str] = []
     stopped: dict = {}                   # filled when a signal stops the replay
     spec = args.protocol
+    if not capture and (problem := finding_meta_problem(path)) is not None:
+        # a finding's bytes replay without it: its protocol, writes and earlier connections
+        print(f"wirecheck replay: {problem}: not read; the bytes are replayed without it", file=sys.stderr)
     if spec is None and not capture:
         spec, finding_profile = _finding_protocol(path)
         if args.profile is None:
@@ -441,6 +444,22 @@ def _finding_meta(path: str) -> dict:
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}
+
+
+def finding_meta_problem(path: str) -> str | None:
+    """Why the JSON beside a finding ``X.bin`` (``X.json``) cannot be read, when it is there
+    and cannot: the replay then goes on without it (one line says so), else None."""
+    meta = os.path.splitext(path)[0] + ".json"
+    if not os.path.exists(meta):
+        return None
+    try:
+        with open(meta, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except OSError as exc:
+        return f"{meta}: {exc.strerror or exc}"
+    except ValueError as exc:
+        return f"{meta}: not JSON ({exc})"
+    return None if isinstance(doc, dict) else f"{meta}: not a JSON object"
 
 
 def _finding_writes(path: str, total: int) -> list[int]:
