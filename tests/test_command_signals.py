@@ -87,8 +87,12 @@ def _stopped_run(argv: list[str], cwd: Path, ready, sig: int, to_group: bool) ->
     """Run ``argv`` until ``ready(output, processes)`` holds, send ``sig``; check that it ends
     in time with 128 + sig and leaves no process and no listening port. Its output and status."""
     marker = f"wirecheck-signal-{uuid.uuid4().hex}"
+    # the run's temporary files in a folder of its own: what it leaves there is seen
+    scratch = Path(cwd if cwd != ROOT else os.environ.get("TMPDIR", "/tmp")) / f"scratch-{marker}"
+    scratch.mkdir()
     run = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           start_new_session=True, env=dict(os.environ, WIRECHECK_TEST_MARKER=marker))
+                           start_new_session=True, env=dict(os.environ, WIRECHECK_TEST_MARKER=marker,
+                                                            TMPDIR=str(scratch)))
     seen: list[str] = []
     reader = threading.Thread(target=lambda: seen.extend(iter(lambda: run.stdout.read(1), "")), daemon=True)
     reader.start()
@@ -126,6 +130,9 @@ def _stopped_run(argv: list[str], cwd: Path, ready, sig: int, to_group: bool) ->
     assert left == {}, left
     assert not ports & set(_listening().values()), (ports, output[-2000:])
     assert "Traceback" not in output, output[-3000:]
+    left_files = sorted(str(p.relative_to(scratch)) for p in scratch.iterdir())
+    assert left_files == [], left_files                # temporary directories released
+    scratch.rmdir()
     return output, run.returncode
 
 
