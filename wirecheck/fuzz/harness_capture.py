@@ -27,8 +27,9 @@ _ENDINGS = {"fin", "rst", "reused", "end"}
 _DIR: list[str] = []
 
 
-def _path(name: str) -> str:
-    """A file in this process's own temporary directory (removed at exit)."""
+def scratch_path(name: str) -> str:
+    """A file in this process's own temporary directory (removed at exit): the targets that
+    read a file by its path (this one, fuzz/harness_inputs.py) write their input there."""
     if not _DIR:
         _DIR.append(tempfile.mkdtemp(prefix="wirecheck-fuzz-pcap-"))
         atexit.register(shutil.rmtree, _DIR[0], True)
@@ -112,7 +113,7 @@ def pcap_one_input(data: bytes) -> None:
     path, all alike (a gzip input is also read decompressed in memory, when it inflates within
     a bound); its segments reassembled, with and without a port filter."""
     whole = read_capture(io.BytesIO(data))
-    path = _path("input")
+    path = scratch_path("input")
     with open(path, "wb") as fh:
         fh.write(data)
     by_path = read_capture(path)

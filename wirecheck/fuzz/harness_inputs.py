@@ -8,14 +8,9 @@ conformance/replay.py) and a client driver's output (conformance/client_driver.p
 Each reader has one documented way to refuse an input (ProfileError, ReportError) or none (a
 finding's metadata that does not read is ignored, a driver's line that is not one of the
 kit's is its own business); anything else propagates, and the fuzzer reports it as a crash.
-A report input that loads must render: the renderer trusts what the loader checked.
+What `wirecheck report` keeps of an input must make the HTML report and index.json.
 """
 from __future__ import annotations
-
-import atexit
-import os
-import shutil
-import tempfile
 
 # imported here, not where used: the target's module imports this one inside atheris's
 # instrumentation, and only what is imported then is instrumented
@@ -25,21 +20,12 @@ from wirecheck.conformance.profiles import ProfileError, load_profile
 from wirecheck.conformance.report_html import render
 from wirecheck.conformance.report_index import index, load_for_report
 from wirecheck.conformance.results import ReportError
+from wirecheck.fuzz.harness_capture import scratch_path
 from wirecheck.reference_impl.core import registry
-
-_DIR: list[str] = []
-
-
-def _path(name: str) -> str:
-    """A file in this process's own temporary directory (removed at exit)."""
-    if not _DIR:
-        _DIR.append(tempfile.mkdtemp(prefix="wirecheck-fuzz-inputs-"))
-        atexit.register(shutil.rmtree, _DIR[0], True)
-    return os.path.join(_DIR[0], name)
 
 
 def _write(name: str, data: bytes) -> str:
-    path = _path(name)
+    path = scratch_path(name)
     with open(path, "wb") as fh:
         fh.write(data)
     return path
