@@ -291,3 +291,20 @@ def test_make_bench(tmp_path, sig, to_group):
     doc = json.loads(out_file.read_text())
     assert doc["interrupted"]["signal"] == signal.Signals(sig).name and doc["results"]
     assert doc["interrupted"]["not_run"] >= 1
+
+
+def test_a_signal_after_the_last_test_still_writes_the_report(tmp_path):
+    """The end of a run (the spin watch's last look, re-runs of suspects, the report) takes a
+    moment after the last test: a signal then must not lose the report (it did: the last look
+    was interrupted and the report never written, exit 130 for a SIGTERM)."""
+    report = tmp_path / "r.json"
+    serve = f"{PY} -m wirecheck serve --protocol blipmq --port {{port}} --data-dir {{data_dir}}"
+    # ready: the last test's count ("[n/n]")
+    out, _ = _stopped_run(_wirecheck("check", "--protocol", "blipmq", "--target", "127.0.0.1:0",
+                                          "--target-command", serve, "--report", str(report), "--", "-n", "2",
+                                          "-k", "ping or auth"), tmp_path,
+                               _printed(r"\[\s*(\d+)/\1\]"), signal.SIGTERM, False)
+    doc = json.loads(report.read_text())
+    # the report is whole: marked interrupted when the signal came before it was written
+    assert doc["tests"] and all(t["verdict"] == "PASS" for t in doc["tests"]), out[-2000:]
+    assert doc.get("interrupted", {"signal": "SIGTERM"})["signal"] == "SIGTERM"

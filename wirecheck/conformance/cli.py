@@ -163,7 +163,12 @@ def cmd_check(args) -> int:
     if args.target_command:
         argv += ["--target-command", args.target_command]
     _docs_url(args)
-    return exit_code(int(pytest.main(argv)))
+    status = exit_code(int(pytest.main(argv)))
+    from wirecheck.conformance import cli_signals
+    if cli_signals.received() is not None and status <= 128:
+        # a signal at the very end (the report was already written whole): still 128 + it
+        return cli_signals.exit_status()
+    return status
 
 
 def _docs_url(args) -> None:

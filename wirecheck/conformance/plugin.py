@@ -676,7 +676,13 @@ class ResultCollector:
         from wirecheck.conformance import run_signals
         stopped_by = run_signals.received(self.config)
         if stopped_by is None:                 # stopped: no re-runs of suspects on fresh targets
-            self._blame_health()
+            run_signals.ending(self.config, False)      # re-runs may be long: a signal cuts them short
+            try:
+                self._blame_health()
+            except KeyboardInterrupt:          # stopped during the re-runs: what was judged is written
+                stopped_by = run_signals.received(self.config)
+            finally:
+                run_signals.ending(self.config, True)
         if (lifecycle.spins(self.config) or getattr(self, "health_charged", None)) and strict_mode(self.config) \
                 and int(exitstatus) == pytest.ExitCode.OK:
             session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED      # NON-STRICT under --strict

@@ -305,14 +305,18 @@ def idle_checks(config) -> dict | None:
     return {"checks": spinwatch._checks, "paused_seconds": round(spinwatch.paused, 1)}
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_sessionfinish(session):
-    """Before the results are written: the spin watch's last look, with no test running."""
+    """The tests are over: from now on a signal is noted, not raised (run_signals.ending), so
+    that xdist's shutdown of its workers and the report are not cut short. Before the results
+    are written: the spin watch's last look, with no test running."""
+    from wirecheck.conformance import run_signals
+    run_signals.ending(session.config, True)
     spinwatch = session.config.stash.get(_SPINS_KEY, None)
     if spinwatch is not None and not hasattr(session.config, "workerinput"):
-        from wirecheck.conformance import run_signals
         if run_signals.received(session.config) is None:      # stopped by a signal: no last look
             spinwatch.finish()
+    yield
 
 
 @pytest.hookimpl(tryfirst=True)

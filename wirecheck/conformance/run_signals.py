@@ -27,6 +27,7 @@ import pytest
 WATCH_INTERVAL = 0.2
 _SIGNAL_KEY = pytest.StashKey[list]()      # [signal number] once one came
 _STOP_FILE_KEY = pytest.StashKey[str]()    # the file the controller makes when stopped
+_ENDING_KEY = pytest.StashKey[bool]()      # the tests are over: a signal is noted, not raised
 
 
 def install(config, stop_now) -> None:
@@ -51,11 +52,17 @@ def install(config, stop_now) -> None:
             finally:
                 os._exit(128 + signum)
         got.append(signum)
+        from wirecheck.conformance import cli_signals
+        cli_signals.note(signum)               # `wirecheck check` tells it too, whatever ends the run
         try:
             with open(stop_file, "w") as fh:
                 fh.write(signal.Signals(signum).name)
         except OSError:
             pass
+        if config.stash.get(_ENDING_KEY, False):
+            # the tests are over: the end (the workers' shutdown, the report, stopping the
+            # target) takes moments and is let finish, or the report would be lost
+            return
         raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
 
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -82,6 +89,13 @@ def _install_in_worker(stop_file: str | None) -> None:
         _thread.interrupt_main()               # SIGINT to the main thread: the handler above
 
     threading.Thread(target=watch, name="wirecheck-stop-watch", daemon=True).start()
+
+
+def ending(config, over: bool) -> None:
+    """``over``: the run's tests are over (pytest_sessionfinish on): a first signal is noted and
+    the end goes on (a second still stops at once); False for a long step of the end that a
+    signal should cut short (re-runs of suspects), which then catches the KeyboardInterrupt."""
+    config.stash[_ENDING_KEY] = over
 
 
 def received(config) -> int | None:
