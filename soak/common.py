@@ -1,8 +1,7 @@
-"""Helpers shared by the soak runs and the benchmarks: a child process's peak memory and the
-JSON result file."""
+"""Helpers shared by the soak runs and the benchmarks: a child process's peak memory, the JSON
+result file, and a child command a signal stops the way the kit's commands stop."""
 from __future__ import annotations
 
-import json
 import os
 import threading
 
@@ -49,8 +48,21 @@ def rss_mb(pid: int) -> float:
 
 
 def write_result(path: str, result: dict) -> None:
-    """Write one soak run's result as indented JSON, creating the directory."""
+    """Write one soak run's result as indented JSON, creating the directory; whole or not at
+    all (a run stopped while it writes leaves the previous file, never half of one)."""
+    from wirecheck.conformance.atomic_file import write_json
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(result, fh, indent=2, sort_keys=True)
-        fh.write("\n")
+    write_json(path, result, indent=2, sort_keys=True)
+
+
+def run_stoppable(argv: list[str], **popen):
+    """``subprocess.run(argv, capture_output=True, text=True, ...)`` for a child that is a
+    ``wirecheck`` command or a suite: stopped meanwhile (SIGINT, SIGTERM), the child is given
+    the signal once and waited for (it writes what it has and stops what it started), then
+    KeyboardInterrupt goes on up. subprocess.run would kill it, leaving its own children and
+    temporary files behind (conformance/cli_signals.py)."""
+    from wirecheck.conformance import cli_signals
+    done = cli_signals.run_child(argv, **popen)
+    if done.stopped:
+        raise KeyboardInterrupt("stopped while a child command ran")
+    return done

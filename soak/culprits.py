@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -90,7 +89,8 @@ def run_suite(plant: str, workers: str, select: str | None, folder: Path, quick:
     if select:
         argv += ["-k", select]
     started = time.monotonic()
-    got = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=1800)
+    from soak.common import run_stoppable
+    got = run_stoppable(argv, cwd=folder, timeout=1800)
     elapsed = time.monotonic() - started
     if not report.exists():
         return {"returncode": got.returncode, "error": (got.stdout + got.stderr)[-3000:], "elapsed_s": elapsed}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -27,7 +28,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from wirecheck.conformance import verdicts
-from soak.common import HighWater, write_result
+from soak.common import HighWater, run_stoppable, write_result
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAME = "hostile_targets"
@@ -105,7 +106,7 @@ def collect(protocol: str, extra: list[str], workdir: str) -> list[str]:
     """The node ids the suite runs with these pytest arguments (what must each get a verdict)."""
     argv = [sys.executable, "-m", "wirecheck", "check", "--protocol", protocol,
             *_profile_args(protocol, workdir), "--", "--collect-only", "-p", "no:randomly", *extra]
-    out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300).stdout
+    out = run_stoppable(argv, cwd=ROOT, timeout=300).stdout
     # One node id per line (the kit runs pytest with -q). A parametrized id may hold spaces
     # ("emoji \U0001f600"): a line is a node id when it starts with a test file's path.
     return sorted(_nodeid(line.rstrip("\r\n")) for line in out.splitlines() if _NODEID.match(line))
@@ -133,7 +134,9 @@ def run_case(label: str, protocol: str, transport: str, kind: str, *, timeout: f
         argv[argv.index("--"):argv.index("--")] = _profile_args(protocol, workdir)
         started = time.monotonic()
         with open(log, "w", encoding="utf-8") as out:
-            proc = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+            # a session of its own: a signal to the soak's group reaches it once, from run()
+            proc = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            _RUNNING.add(proc)
             memory = HighWater(proc.pid)
             try:
                 code = proc.wait(timeout=2 * bound)
@@ -143,6 +146,7 @@ def run_case(label: str, protocol: str, transport: str, kind: str, *, timeout: f
                 code = proc.wait()
             finally:
                 memory.stop()
+                _RUNNING.discard(proc)
         wall = time.monotonic() - started
     finally:
         server.close()
@@ -188,6 +192,30 @@ def _tail(path: str, n: int = 2000) -> str:
         return ""
 
 
+#: The suite runs under way (run_case, in the pool's threads), for a stop.
+_RUNNING: set = set()
+
+
+def _stop_running(futures) -> None:
+    """Stopped (SIGINT, SIGTERM): no further case starts, the suites under way are given the
+    signal once and waited for (each stops as the kit's commands do), then killed."""
+    from wirecheck.conformance import cli_signals
+    for f in futures:
+        f.cancel()
+    running = list(_RUNNING)
+    for proc in running:
+        try:
+            proc.send_signal(cli_signals.received() or signal.SIGINT)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + cli_signals.PASS_ON_GRACE
+    for proc in running:
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
 def run(quick: bool, *, targets=TARGETS, kinds=None, jobs: int = 2) -> dict:
     """Every target x every hostile server (``kinds``: a subset). Two children at a time."""
     from tests import hostile_targets
@@ -200,8 +228,13 @@ def run(quick: bool, *, targets=TARGETS, kinds=None, jobs: int = 2) -> dict:
         expected = {p: collect(p, extra[p], workdir) for p in sorted({p for _, p, _ in targets})}
         cases = [(label, p, t, k) for label, p, t in targets for k in kinds]
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(lambda c: run_case(*c, timeout=timeout, extra=extra[c[1]],
-                                                       expected=expected[c[1]], workdir=workdir), cases))
+            futures = [pool.submit(run_case, *c, timeout=timeout, extra=extra[c[1]], expected=expected[c[1]],
+                                   workdir=workdir) for c in cases]
+            try:
+                results = [f.result() for f in futures]
+            except KeyboardInterrupt:
+                _stop_running(futures)
+                raise
     goals = {name: all(r["goals"][name]["met"] for r in results) for name in results[0]["goals"]} if results else {}
     return {"name": NAME, "quick": quick, "started": started, "seconds": round(time.time() - started, 1),
             "parameters": {"timeout_s": timeout, "slack_s": SLACK_S, "memory_bound_mb": MEMORY_BOUND_MB,

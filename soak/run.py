@@ -23,6 +23,7 @@ if str(ROOT) not in sys.path:          # runnable as a script from the repositor
 
 from benchmarks.run import machine  # noqa: E402
 from soak.common import write_result  # noqa: E402
+from wirecheck.conformance import cli_signals  # noqa: E402
 
 #: In the order they run: the kit first (it needs no broker), then the brokers.
 MODULES = ("hostile_targets", "hostile_clients", "durability", "load", "transport", "culprits")
@@ -48,14 +49,27 @@ def main(argv=None) -> int:
     outdir = os.path.join(os.path.dirname(os.path.abspath(args.out)), "soak")
     summary = {"machine": machine(), "quick": args.quick, "runs": {}}
     chosen = args.only or MODULES
+    # SIGINT or SIGTERM (a cancelled job, Ctrl-C): the module under way is stopped (its own
+    # cleanup, then whatever it left is ended), the results so far are written marked
+    # ``interrupted`` with the modules not run, exit 128 + the signal
+    cli_signals.install()
     for i, name in enumerate(chosen, 1):
         print(f"soak: [{i}/{len(chosen)}] {name} ...", flush=True)
-        result = run_one(name, args.quick, outdir)
+        try:
+            result = run_one(name, args.quick, outdir)
+        except KeyboardInterrupt:
+            summary["interrupted"] = cli_signals.interrupted(list(chosen[i - 1:]), "modules")
+            print(f"soak: {summary['interrupted']['signal']}: stopped during {name}", file=sys.stderr, flush=True)
+            break
         summary["runs"][name] = result
         print(f"soak: {name}: {'ok' if result.get('ok') else 'FAILED'} in {result['elapsed_s']} s",
               flush=True)
-    summary["ok"] = all(r.get("ok") for r in summary["runs"].values())
+    summary["ok"] = all(r.get("ok") for r in summary["runs"].values()) and "interrupted" not in summary
     write_result(args.out, summary)
+    if "interrupted" in summary:
+        cli_signals.sweep()
+        print(f"soak: stopped; the results so far in {args.out}", file=sys.stderr, flush=True)
+        return cli_signals.exit_status()
     print(f"soak: {'all goals met' if summary['ok'] else 'FAILED'}; results in {args.out} and {outdir}/")
     return 0 if summary["ok"] else 1
 

@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from soak.common import run_stoppable
+
 ROOT = Path(__file__).resolve().parents[1]
 PROTOCOLS = ("blipmq", "vibemq", "micromessage2", "rabbitmq-stream", "signalr")
 MODES = ("split", "coalesce", "delay", "busy", "extra")
@@ -115,9 +117,9 @@ def suite_verdicts(protocol: str, mode: str, workdir: str, pytest_args: tuple = 
         _wait_listening(port, server)
         if mode == "busy":
             with _Burners():
-                proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+                proc = run_stoppable(cmd, cwd=workdir, timeout=RUN_TIMEOUT)
         else:
-            proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+            proc = run_stoppable(cmd, cwd=workdir, timeout=RUN_TIMEOUT)
     finally:
         server.terminate()
         try:

@@ -70,7 +70,7 @@ class StandaloneCluster:
     def __init__(self, directory: Path, workers: int = 2, cores: int = 1, memory: str = "1g") -> None:
         self.dir = Path(directory)
         self.workers, self.cores, self.memory = workers, cores, memory
-        self.port = _free_port()
+        self.port, self.ui_port = _free_port(), _free_port()
         self.master_url = f"spark://127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen] = []
         self.logs: list[Path] = []
@@ -100,7 +100,7 @@ class StandaloneCluster:
         deadline = time.monotonic() + START_TIMEOUT
         try:
             master = self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                 "--port", str(self.port), "--webui-port", str(_free_port()))
+                                 "--port", str(self.port), "--webui-port", str(self.ui_port))
             self._wait_for(master, "I have been elected leader", deadline)
             # the workers start together (a JVM's start is seconds), then each must register
             workers = [self._start(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
@@ -117,6 +117,27 @@ class StandaloneCluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+    def active_apps(self) -> list[str]:
+        """The applications the master has running (its web UI's JSON)."""
+        import json
+        import urllib.request
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=10) as answer:
+            return [app.get("id", "?") for app in json.load(answer).get("activeapps", [])]
+
+    def executors(self) -> list[int]:
+        """The processes working in an application's directory under a worker (executors and
+        their Python workers): what a finished or stopped application must not leave."""
+        found = []
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+                except OSError:
+                    continue
+                if cwd.is_relative_to(self.dir) and cwd.parent.name.startswith("app-"):
+                    found.append(int(pid))
+        return found
 
     def stop(self) -> None:
         for p in reversed(self.procs):

@@ -84,16 +84,18 @@ def _ports_of(pids) -> set[int]:
 
 # --- one stopped run -----------------------------------------------------------------------
 
-def _stopped_run(argv: list[str], cwd: Path, ready, sig: int, to_group: bool) -> tuple[str, int]:
-    """Run ``argv`` until ``ready(output, processes)`` holds, send ``sig``; check that it ends
-    in time with 128 + sig and leaves no process and no listening port. Its output and status."""
+def _stopped_run(argv: list[str], cwd: Path, ready, sig: int, to_group: bool,
+                 env: dict | None = None) -> tuple[str, int]:
+    """Run ``argv`` (in ``env``, this process's environment by default) until
+    ``ready(output, processes)`` holds, send ``sig``; check that it ends in time with 128 + sig
+    and leaves no process and no listening port. Its output and status."""
     marker = f"wirecheck-signal-{uuid.uuid4().hex}"
     # the run's temporary files in a folder of its own: what it leaves there is seen
     scratch = Path(cwd if cwd != ROOT else os.environ.get("TMPDIR", "/tmp")) / f"scratch-{marker}"
     scratch.mkdir()
     run = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           start_new_session=True, env=dict(os.environ, WIRECHECK_TEST_MARKER=marker,
-                                                            TMPDIR=str(scratch)))
+                           start_new_session=True, env=dict(os.environ if env is None else env,
+                                                            WIRECHECK_TEST_MARKER=marker, TMPDIR=str(scratch)))
     seen: list[str] = []
     reader = threading.Thread(target=lambda: seen.extend(iter(lambda: run.stdout.read(1), "")), daemon=True)
     reader.start()
@@ -291,6 +293,16 @@ def test_make_bench(tmp_path, sig, to_group):
     doc = json.loads(out_file.read_text())
     assert doc["interrupted"]["signal"] == signal.Signals(sig).name and doc["results"]
     assert doc["interrupted"]["not_run"] >= 1
+
+
+@pytest.mark.parametrize(("sig", "to_group"), SIGNALS)
+def test_make_soak(tmp_path, sig, to_group):
+    out_file = tmp_path / "soak.json"
+    _stopped_run([PY, "-m", "soak.run", "--quick", "--only", "hostile_targets", "--out", str(out_file)], ROOT,
+                 _after(2.0, _running("wirecheck check")), sig, to_group)
+    doc = json.loads(out_file.read_text())
+    assert doc["interrupted"]["signal"] == signal.Signals(sig).name and doc["ok"] is False
+    assert doc["interrupted"]["not_run_modules"] == ["hostile_targets"]
 
 
 def test_a_signal_after_the_last_test_still_writes_the_report(tmp_path):

@@ -4,8 +4,9 @@ without the kit, the job shipping the kit itself; the tables equal the local run
 from __future__ import annotations
 
 import json
-import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from wirecheck.pipeline.fuzz_job import ROW_TABLES, analyze_fuzz
 from wirecheck.pipeline.local import analyze as analyze_plain
 
 from .spark_cluster import StandaloneCluster, analyze_command, driver_env, executor_starts, workers_python
+from .test_command_signals import _printed, _stopped_run
 from .test_damaged_inputs import damaged_captures
 from .test_pipeline import CAPTURES, _rows, _same_rows
 from .test_pipeline_fuzz import _campaign, _job
@@ -25,12 +27,15 @@ pytestmark = pytest.mark.slow
 INPUTS = [str(CAPTURES / "blipmq"), str(CAPTURES / "vibemq")]
 
 
-def _run(args: list[str], status: int = 0) -> dict:
+def _run(args: list[str], scratch: Path, status: int = 0) -> dict:
     """Run the command; its summary. ``status``: its exit status (analyze: 1 when the tables
-    have violations, as the repository's captures have)."""
+    have violations, as the repository's captures have). Its temporary files (the kit's zip for
+    the executors) go to ``scratch`` and must be gone at its end."""
+    scratch.mkdir()
     result = subprocess.run(analyze_command(*args, "--json"), capture_output=True, text=True, timeout=600,
-                            env=driver_env())
+                            env=dict(driver_env(), TMPDIR=str(scratch)))
     assert result.returncode == status, result.stdout[-3000:] + result.stderr[-5000:]
+    assert list(scratch.iterdir()) == []
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -48,8 +53,9 @@ def test_analyze_and_analyze_fuzz_on_a_standalone_cluster(spark, tmp_path):
     out, fuzz_out = tmp_path / "cluster", tmp_path / "cluster-fuzz"
     with StandaloneCluster(tmp_path / "spark") as cluster:
         summary = _run(["analyze", *INPUTS, "--out", str(out), "--master", cluster.master_url,
-                        "--partitions", "4", *conf], 1)
-        fuzz = _run(["analyze-fuzz", str(runs), "--out", str(fuzz_out), "--master", cluster.master_url, *conf])
+                        "--partitions", "4", *conf], tmp_path / "tmp-analyze", 1)
+        fuzz = _run(["analyze-fuzz", str(runs), "--out", str(fuzz_out), "--master", cluster.master_url, *conf],
+                    tmp_path / "tmp-analyze-fuzz")
         # damaged inputs among a good one, read on the cluster's executors: what precedes each
         # break is analysed, one line per damaged file, exit 2 (one is no capture at all)
         damaged = damaged_captures(tmp_path / "damaged")
@@ -57,7 +63,9 @@ def test_analyze_and_analyze_fuzz_on_a_standalone_cluster(spark, tmp_path):
                                                 "--master", cluster.master_url, "--protocol", "blipmq", *conf),
                                 capture_output=True, text=True, timeout=600, env=driver_env())
         work = [p for i in range(cluster.workers) for p in (tmp_path / "spark" / f"work-{i}").rglob("*")]
+        stopped = _stopped_on_the_cluster(cluster, tmp_path, conf)
     assert summary["master"] == cluster.master_url and fuzz["master"] == cluster.master_url
+    assert stopped["interrupted"]["signal"] == "SIGINT" and stopped["master"] == cluster.master_url, stopped
     lines = [line for line in broken.stderr.splitlines() if line.startswith("wirecheck analyze:")]
     assert broken.returncode == 2 and len(lines) == 3 and "Traceback" not in broken.stderr, broken.stderr[-3000:]
     read = json.loads((tmp_path / "damaged-out" / "summary.json").read_text())
@@ -78,3 +86,19 @@ def test_analyze_and_analyze_fuzz_on_a_standalone_cluster(spark, tmp_path):
         def rows(where: Path) -> list[str]:
             return sorted(json.dumps(r, sort_keys=True, default=str) for r in _rows(spark, str(where), table))
         assert rows(fuzz_out) == rows(local_fuzz) and rows(local_fuzz), table
+
+
+def _stopped_on_the_cluster(cluster: StandaloneCluster, tmp_path: Path, conf: list[str]) -> dict:
+    """Ctrl-C (SIGINT to the process group) while the cluster's executors analyse: the command
+    ends with 130, nothing of the driver is left (tests/test_command_signals.py's checks), the
+    master has no application running and no executor is left on the workers within moments, and
+    the summary is marked interrupted."""
+    out = tmp_path / "stopped"
+    argv = analyze_command("analyze", str(CAPTURES), "--out", str(out), "--master", cluster.master_url,
+                           "--partitions", "8", "--progress", *conf)
+    _stopped_run(argv, tmp_path, _printed(r"^analyze: \d+/\d+ file"), signal.SIGINT, True, env=driver_env())
+    deadline = time.monotonic() + 30
+    while (cluster.active_apps() or cluster.executors()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert cluster.active_apps() == [] and cluster.executors() == [], (cluster.active_apps(), cluster.executors())
+    return json.loads((out / "summary.json").read_text())

@@ -26,6 +26,6 @@ def write_text(path: str | os.PathLike, text: str) -> None:
         raise
 
 
-def write_json(path: str | os.PathLike, doc, indent: int | None = 1) -> None:
+def write_json(path: str | os.PathLike, doc, indent: int | None = 1, sort_keys: bool = False) -> None:
     """``doc`` as JSON (and a final newline) into ``path``, atomically."""
-    write_text(path, json.dumps(doc, indent=indent) + "\n")
+    write_text(path, json.dumps(doc, indent=indent, sort_keys=sort_keys) + "\n")

@@ -147,7 +147,7 @@ def pytest_configure(config) -> None:
         check_outputs(config)
     if proto:
         from wirecheck.conformance import run_signals
-        run_signals.install(config, lambda: lifecycle.stop_target(config))
+        run_signals.install(config, lambda: lifecycle.stop_at_once(config))
     if proto:
         from wirecheck.reference_impl.core import registry
         from wirecheck.conformance.profiles import ProfileError, load_profile

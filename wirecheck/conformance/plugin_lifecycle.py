@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import time
 
@@ -424,6 +425,20 @@ def crashes(config) -> list[dict]:
 
 def _is_suite(item) -> bool:
     return suite_protocol(item.path) is not None
+
+
+def stop_at_once(config) -> None:
+    """A second signal: the target stopped, the crash watch's folder removed and every process
+    the run started (xdist's workers among them) killed, before the process exits without the
+    usual end (run_signals.py). Killed, the workers cannot report into a closed channel."""
+    from wirecheck.conformance import cli_signals
+    try:
+        stop_target(config)
+    finally:
+        watch = config.stash.get(_WATCH_KEY, None)
+        if watch is not None:
+            watch.close()
+        cli_signals.kill_descendants(signal.SIGKILL)
 
 
 def pytest_unconfigure(config) -> None:

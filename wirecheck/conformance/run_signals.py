@@ -47,6 +47,10 @@ def install(config, stop_now) -> None:
 
     def handler(signum, _frame):
         if got:                                # the second one: at once
+            try:                               # what the first one made (no cleanup runs after _exit)
+                os.unlink(stop_file)
+            except OSError:
+                pass
             try:
                 stop_now()
             finally:

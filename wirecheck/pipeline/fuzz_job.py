@@ -110,7 +110,7 @@ def analyze_fuzz(paths: Iterable[str], out: str, master: str = "local[*]", spark
                  conf: Optional[dict] = None) -> dict:
     """Run the job; write the five tables and ``out/summary.json``; return the summary."""
     from wirecheck.pipeline import schema
-    from wirecheck.pipeline.spark_job import session, ship_kit, write_summary
+    from wirecheck.pipeline.spark_job import drop_kit, session, ship_kit, write_summary
     t0 = time.monotonic()
     files = campaign_files(paths)
     if not files:
@@ -118,12 +118,13 @@ def analyze_fuzz(paths: Iterable[str], out: str, master: str = "local[*]", spark
                             "reports/fuzz/campaign-*.json)")
     own = spark is None
     spark = spark or session(master, app="wirecheck-analyze-fuzz", conf=conf)
+    kit = None
     try:
         from pyspark import StorageLevel
         from pyspark.sql import Window
         from pyspark.sql import functions as F
         sc = spark.sparkContext
-        ship_kit(spark)           # campaign_rows runs on the executors
+        kit = ship_kit(spark)     # campaign_rows runs on the executors
         rows = sc.parallelize(files, min(len(files), sc.defaultParallelism * 4)).flatMap(campaign_rows)
         rows.persist(StorageLevel.MEMORY_AND_DISK)
         frames = {}
@@ -152,4 +153,5 @@ def analyze_fuzz(paths: Iterable[str], out: str, master: str = "local[*]", spark
     finally:
         if own:
             spark.stop()
+            drop_kit(kit)
     return write_summary(out, summary)

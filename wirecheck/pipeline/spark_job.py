@@ -150,13 +150,28 @@ def kit_zip(dest: str) -> str:
     return path
 
 
-def ship_kit(spark) -> None:
+def ship_kit(spark) -> Optional[str]:
     """On a cluster, send the kit to the executors with the job (``addPyFile``): their machines
     need Python, pyspark and the kit's dependencies (msgpack, orjson, brotli, pyarrow), not the
-    kit itself. Embedded (local) Spark runs this interpreter, which has it."""
+    kit itself. Embedded (local) Spark runs this interpreter, which has it. Returns the
+    temporary folder of the zip (None in local mode): the driver serves the file from there
+    until the session stops, then :func:`drop_kit` removes it."""
     sc = spark.sparkContext
-    if not is_local(sc.master):
-        sc.addPyFile(kit_zip(tempfile.mkdtemp(prefix="wirecheck-kit-")))
+    if is_local(sc.master):
+        return None
+    folder = tempfile.mkdtemp(prefix="wirecheck-kit-")
+    try:
+        sc.addPyFile(kit_zip(folder))
+    except BaseException:
+        drop_kit(folder)
+        raise
+    return folder
+
+
+def drop_kit(folder: Optional[str]) -> None:
+    """Remove what :func:`ship_kit` made (after the session stopped, or was stopped by a signal)."""
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def is_local(master: str) -> bool:
@@ -253,8 +268,9 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
     spark = spark or session(master, conf=conf)
     started = time.monotonic()
     sc = spark.sparkContext
+    kit = None
     try:
-        ship_kit(spark)
+        kit = ship_kit(spark)
         input_bytes = sum(os.path.getsize(f) for f in files)
         n = partitions or max(sc.defaultParallelism * 4, -(-input_bytes // PARTITION_BYTES), 1)
         out_abs = os.path.abspath(out)
@@ -301,6 +317,8 @@ def analyze(paths: Iterable[str], out: str, master: str = "local[*]", protocol: 
                                    "tables": "incomplete: partitions written before the signal only"}}
     finally:
         late = _stop(spark) if own else False
+        if own:                  # a session of the caller's may still serve the zip to its executors
+            drop_kit(kit)
     if "interrupted" in summary:
         parquet_parts.drop_unfinished(os.path.abspath(out))
     write_summary(out, summary)
