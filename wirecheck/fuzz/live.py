@@ -173,7 +173,8 @@ class LiveFuzzer:
         from wirecheck.fuzz.targets import of_protocol
         for target in of_protocol(spec.id):
             tokens += load_dictionary(FUZZ / "dictionaries" / target.dictionary)
-        self.mutator = Mutator(self.rng, sorted(set(tokens)))
+        from wirecheck.fuzz import code_fields
+        self.mutator = Mutator(self.rng, sorted(set(tokens)), code_fields.of_protocol(spec.id))
         #: seed files not read whole (a capture cut short, a missing --seeds path): one line each
         self.seed_damage: list[str] = []
         self.seeds: list[Seed] = load_seeds(spec, options.profile, list(options.extra_seeds),

@@ -11,7 +11,9 @@ subscription...), then changes one thing:
   deletion, a repeated run (long strings);
 - the sequence: a frame dropped, repeated, swapped with the next, or taken from another
   session (frames in states they do not belong to);
-- the tail: random bytes appended (unknown types, garbage).
+- the tail: random bytes appended (unknown types, garbage);
+- a code field (fuzz/code_fields.py: a frame's type, key, version or flags byte): each value
+  the document does not define in turn, or a defined one in a frame of another type.
 
 Frames after the mutated one are kept half the time (does the target recover, or stay in
 sync?). How the bytes are written is chosen separately (:func:`writes`): whole, in random
@@ -47,9 +49,25 @@ def load_dictionary(path: Path) -> list[bytes]:
 
 
 class Mutator:
-    def __init__(self, rng: random.Random, tokens: list[bytes] = ()) -> None:
+    def __init__(self, rng: random.Random, tokens: list[bytes] = (), fields=()) -> None:
         self.rng = rng
         self.tokens = list(tokens)
+        #: the protocol's code fields (fuzz/code_fields.py), each with the undefined values
+        #: still to write in this round (shuffled; a new round when they are all used)
+        self.fields = list(fields)
+        self._rounds: dict[str, list[int]] = {}
+
+    def _code_value(self, f) -> int:
+        """The next value for code field ``f``: an undefined one in turn (every one per round),
+        a defined one a fifth of the time."""
+        if f.known and self.rng.random() < 0.2:
+            return self.rng.choice(sorted(f.known))
+        left = self._rounds.get(f.name)
+        if not left:
+            left = f.unknown()
+            self.rng.shuffle(left)
+            self._rounds[f.name] = left
+        return left.pop()
 
     # -- positions and values -------------------------------------------------------------
 
@@ -96,7 +114,15 @@ class Mutator:
             junk = bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 8)))
             return bytearray(junk), f"{len(junk)} random byte(s) into an emptied frame"
         op = rng.choices(("flip", "byte", "int", "length", "token", "truncate", "insert",
-                          "delete", "repeat"), (10, 14, 14, 8, 8, 6, 6, 5, 4))[0]
+                          "delete", "repeat", "code"), (10, 14, 14, 8, 8, 6, 6, 5, 4, 8))[0]
+        if op == "code":
+            fields = [f for f in self.fields if f.offset + f.width <= n]
+            if fields:
+                f = rng.choice(fields)
+                value = self._code_value(f)
+                data[f.offset:f.offset + f.width] = value.to_bytes(f.width, "big")
+                return data, f"{f.name} = 0x{value:0{2 * f.width}x}"
+            op = "byte"
         if op == "flip":
             pos = self._pos(n)
             data[pos] ^= 1 << rng.randrange(8)
