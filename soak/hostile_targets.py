@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
-from wirecheck.conformance import verdicts
+from wirecheck.conformance import cli_signals, verdicts
 from soak.common import HighWater, run_stoppable, write_result
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -134,19 +133,16 @@ def run_case(label: str, protocol: str, transport: str, kind: str, *, timeout: f
         argv[argv.index("--"):argv.index("--")] = _profile_args(protocol, workdir)
         started = time.monotonic()
         with open(log, "w", encoding="utf-8") as out:
-            # a session of its own: a signal to the soak's group reaches it once, from run()
-            proc = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-            _RUNNING.add(proc)
-            memory = HighWater(proc.pid)
-            try:
-                code = proc.wait(timeout=2 * bound)
-            except subprocess.TimeoutExpired:
-                hung = True
-                proc.kill()
-                code = proc.wait()
-            finally:
-                memory.stop()
-                _RUNNING.discard(proc)
+            with _SUITES.started(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT) as proc:
+                memory = HighWater(proc.pid)
+                try:
+                    code = proc.wait(timeout=2 * bound)
+                except subprocess.TimeoutExpired:
+                    hung = True
+                    proc.kill()
+                    code = proc.wait()
+                finally:
+                    memory.stop()
         wall = time.monotonic() - started
     finally:
         server.close()
@@ -192,28 +188,9 @@ def _tail(path: str, n: int = 2000) -> str:
         return ""
 
 
-#: The suite runs under way (run_case, in the pool's threads), for a stop.
-_RUNNING: set = set()
-
-
-def _stop_running(futures) -> None:
-    """Stopped (SIGINT, SIGTERM): no further case starts, the suites under way are given the
-    signal once and waited for (each stops as the kit's commands do), then killed."""
-    from wirecheck.conformance import cli_signals
-    for f in futures:
-        f.cancel()
-    running = list(_RUNNING)
-    for proc in running:
-        try:
-            proc.send_signal(cli_signals.received() or signal.SIGINT)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + cli_signals.PASS_ON_GRACE
-    for proc in running:
-        try:
-            proc.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+#: The suite runs under way (run_case, in the pool's threads): each in a session of its own, so
+#: that a signal to the soak's group reaches it once, from run().
+_SUITES = cli_signals.Children()
 
 
 def run(quick: bool, *, targets=TARGETS, kinds=None, jobs: int = 2) -> dict:
@@ -233,7 +210,11 @@ def run(quick: bool, *, targets=TARGETS, kinds=None, jobs: int = 2) -> dict:
             try:
                 results = [f.result() for f in futures]
             except KeyboardInterrupt:
-                _stop_running(futures)
+                # stopped: no further case starts; those under way are given the signal once
+                # and waited for (each stops as the kit's commands do), then killed
+                for f in futures:
+                    f.cancel()
+                _SUITES.stop()
                 raise
     goals = {name: all(r["goals"][name]["met"] for r in results) for name in results[0]["goals"]} if results else {}
     return {"name": NAME, "quick": quick, "started": started, "seconds": round(time.time() - started, 1),

@@ -14,6 +14,7 @@ workers and writes the suite's JSON; serve and record wait on the signals in the
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -150,6 +151,66 @@ def run_child(argv: list[str], timeout: float | None = None, grace: float = PASS
     done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
     done.stopped = stopped
     return done
+
+
+class Children:
+    """Child commands started from several threads (a pool of jobs), each in a session of its
+    own and known here while it runs, so that a stopped parent gives each the signal once
+    (:meth:`pass_on`, :meth:`stop`), as :func:`wait_child` does for one child."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._procs: set = set()
+
+    @contextlib.contextmanager
+    def started(self, argv: list[str], **popen):
+        """``with children.started(argv, ...) as proc:`` a Popen known to the set while it runs."""
+        with subprocess.Popen(argv, start_new_session=True, **popen) as proc:
+            with self._lock:
+                self._procs.add(proc)
+            try:
+                yield proc
+            finally:
+                with self._lock:
+                    self._procs.discard(proc)
+
+    def run(self, argv: list[str], timeout: float | None = None, **popen) -> subprocess.CompletedProcess:
+        """subprocess.run with the output captured (text); TimeoutExpired as it raises it, the
+        child's process group killed."""
+        with self.started(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen) as proc:
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                raise
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+    def pass_on(self, signum: int | None = None) -> list:
+        """Give every running child ``signum`` (the one that stopped us by default)."""
+        signum = signum or received() or signal.SIGINT
+        with self._lock:
+            procs = list(self._procs)
+        for proc in procs:
+            try:
+                proc.send_signal(signum)
+            except OSError:                        # ended meanwhile
+                pass
+        return procs
+
+    def stop(self, grace: float = PASS_ON_GRACE) -> None:
+        """:meth:`pass_on`, then wait up to ``grace`` s for them; the process group of any
+        still running is killed."""
+        procs = self.pass_on()
+        deadline = time.monotonic() + grace
+        for proc in procs:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
 
 
 def descendants(pid: int | None = None) -> list[int]:

@@ -36,6 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from wirecheck.conformance import cli_signals
 from wirecheck.fuzz.targets import REPORTS, TARGETS
 
 #: Seconds a job may run past its budget (start-up, seed loading, a last long input) before
@@ -118,41 +119,21 @@ def run_job(job: Job, deadline: float | None = None) -> Job:
 
 #: Set when the campaign is stopped (SIGINT, SIGTERM): jobs not begun are not run.
 STOPPING = threading.Event()
-_running: set = set()            # the jobs' processes, which a stopped campaign passes the signal on to
-_running_lock = threading.Lock()
+#: the jobs' processes (each a ``wirecheck fuzz`` command in a session of its own: a signal to
+#: the campaign's process group reaches each job once, through :func:`pass_on`; a second one
+#: would stop it at once, its summary unwritten)
+_JOBS = cli_signals.Children()
 
 
 def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess:
-    """subprocess.run, with the process known to :func:`pass_on` while it runs."""
-    # a session of its own: a signal to the campaign's process group reaches each job once,
-    # through pass_on (a second one would stop it at once, its summary unwritten)
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          start_new_session=True) as proc:
-        with _running_lock:
-            _running.add(proc)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise
-        finally:
-            with _running_lock:
-                _running.discard(proc)
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    return _JOBS.run(argv, timeout)
 
 
 def pass_on(signum: int) -> None:
     """The campaign was stopped: every job's process gets the same signal, ends its run and
     prints its summary (a job is a ``wirecheck fuzz`` command: conformance/cli_signals.py)."""
     STOPPING.set()
-    with _running_lock:
-        procs = list(_running)
-    for proc in procs:
-        try:
-            proc.send_signal(signum)
-        except (ProcessLookupError, OSError):
-            pass
+    _JOBS.pass_on(signum)
 
 
 def minimize_findings(findings: list[dict], seconds: float = MINIMIZE_ONE, total: float | None = None) -> None:
@@ -263,7 +244,6 @@ def main(args) -> int:
                 except KeyboardInterrupt:
                     # SIGINT or SIGTERM (conformance/cli_signals.py): the running jobs get it
                     # too and print what they found; the jobs not begun are not run
-                    from wirecheck.conformance import cli_signals
                     stopped = cli_signals.received() or signal.SIGINT
                     pass_on(stopped)
     finally:
@@ -283,7 +263,6 @@ def main(args) -> int:
         "findings": findings, "errors": [j.name for j in jobs if j.error],
     }
     if stopped is not None:
-        from wirecheck.conformance import cli_signals
         summary["interrupted"] = cli_signals.interrupted(
             [j.name for j in jobs if not j.result and not j.error], "jobs")
     out = Path(args.out) if args.out else REPORTS / time.strftime(
