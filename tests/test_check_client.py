@@ -248,7 +248,7 @@ def test_the_rstream_example_driver_finds_rstreams_unanswered_close():
 
 
 def test_the_default_label_names_the_driver_not_its_runner():
-    from wirecheck.conformance.client_command import default_label
+    from wirecheck.cli.check_client import default_label
     assert default_label("rabbitmq-stream", "python examples/check-client/rbfly_driver.py {host} {port} {count}") == \
         "rabbitmq-stream client rbfly_driver.py"
     assert default_label("signalr", "/usr/bin/python3.11 -m wirecheck.conformance.drivers.signalr {url} {count}") == \

@@ -209,7 +209,7 @@ def test_every_broker_names_an_unknown_option(protocol):
 def test_check_narrows_to_the_paths_given_after_the_double_dash(tmp_path):
     """`wirecheck check --protocol P -- FILE` runs FILE's tests, not the whole suite beside it;
     pytest options alone (-k, -m) still run the suite, narrowed by them."""
-    from wirecheck.conformance.cli import pytest_args, suite_dir
+    from wirecheck.cli.check import pytest_args, suite_dir
     from wirecheck.reference_impl.core import registry
     spec = registry.get("blipmq")
     one = os.path.join(suite_dir(spec), "test_handshake.py")

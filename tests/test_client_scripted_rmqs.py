@@ -307,7 +307,7 @@ def test_scenario_options_come_as_text_from_the_command_line(tmp_path):
 
 
 def test_a_malformed_scenario_option_is_refused(capsys):
-    from wirecheck.conformance.cli import main
+    from wirecheck.cli import main
     assert main(["serve", "--protocol", "rabbitmq-stream", "--check-clients", "--scenario",
                  "heartbeat", "--scenario-option", "interval", "--duration", "1"]) == 2
     assert "KEY=VALUE" in capsys.readouterr().err

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from wirecheck.conformance import report_html
-from wirecheck.conformance.cli import build_parser
-from wirecheck.conformance.cli import main as wirecheck_main
+from wirecheck.cli import build_parser
+from wirecheck.cli import main as wirecheck_main
 from wirecheck.conformance.requirements import catalogue, catalogue_data
 from wirecheck.conformance.results import Run
 from wirecheck.reference_impl.core import registry

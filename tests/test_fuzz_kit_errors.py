@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
-from wirecheck.conformance.cli import build_parser
-from wirecheck.fuzz import command, mutate
+from wirecheck.cli import build_parser
+from wirecheck.cli import fuzz as command
+from wirecheck.fuzz import mutate
 
 
 def _fuzz(*argv):

@@ -177,8 +177,8 @@ def test_cli_live_json_summary(tmp_path):
 
 def test_cli_live_json_progress_lines(tmp_path, monkeypatch, capsys):
     """--json: progress lines while it runs (every 10 s; 0.5 s here), the summary last."""
-    from wirecheck.conformance.cli import build_parser
-    from wirecheck.fuzz import command
+    from wirecheck.cli import build_parser
+    from wirecheck.cli import fuzz as command
     monkeypatch.setattr(command, "PROGRESS_EVERY", 0.5)
     args = build_parser().parse_args(["fuzz", "--protocol", "blipmq", "--serve", "--time", "3", "--json",
                                       "--findings", str(tmp_path)])

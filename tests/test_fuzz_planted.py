@@ -14,7 +14,7 @@ import struct
 import sys
 from pathlib import Path
 
-from wirecheck.fuzz import command
+from wirecheck.cli import fuzz as command
 from wirecheck.fuzz.live import CRASH, VIOLATION, LiveFuzzer, LiveOptions, ManagedTarget
 from wirecheck.fuzz.live_replay import Event
 from wirecheck.reference_impl.blipmq import codec as blip

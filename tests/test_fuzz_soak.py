@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(os.environ.get("WIRECHECK_FUZZ_SOAK") != "1",
 ], ids=["crash", "late-crash", "spin", "grow"])
 def test_ten_minute_campaign_against_a_planted_target(extra, kinds, tmp_path):
     command = f"{PLANTED} --on {','.join(TRIGGERS)} {extra}"
-    from wirecheck.fuzz.command import duration
+    from wirecheck.cli.fuzz import duration
     run = subprocess.run([sys.executable, "-m", "wirecheck", "fuzz", "--protocol", "blipmq", "--command", command,
                           "--time", BUDGET, "--seed", "1", "--timeout", "1", "--json",
                           "--findings", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,

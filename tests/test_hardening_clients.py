@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import pytest
 
-from wirecheck.conformance import cli_serve
+from wirecheck.cli import serve as cli_serve
 from wirecheck.reference_impl.blipmq import codec as blip
 from wirecheck.reference_impl.blipmq.broker import BlipBroker, BrokerConfig
 from wirecheck.reference_impl.core.server import ThreadedServer

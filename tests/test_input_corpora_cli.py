@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.conformance.cli import main as wirecheck_main
+from wirecheck.cli import main as wirecheck_main
 from wirecheck.reference_impl.core import registry
 from wirecheck.reference_impl.core.server import ThreadedServer
 

@@ -201,7 +201,7 @@ def test_cli_analyze_shows_progress_when_asked(tmp_path):
     (["analyze-fuzz", "reports", "--out", "/tmp/x", "--conf", "=1g"], "expected KEY=VALUE"),
 ])
 def test_cli_refuses_bad_input_before_starting_spark(argv, message, capsys):
-    from wirecheck.conformance.cli import main
+    from wirecheck.cli import main
     from wirecheck.pipeline.spark_job import _active_session
     before = _active_session()
     assert main(argv) == 2

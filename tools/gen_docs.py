@@ -2,7 +2,7 @@
 
 Pages (paths inside docs/; none of them is a file in the repository):
 
-- ``cli.md``: every ``wirecheck`` subcommand from ``wirecheck.conformance.cli.build_parser()``,
+- ``cli.md``: every ``wirecheck`` subcommand from ``wirecheck.cli.build_parser()``,
   and the pytest plugin's options from ``wirecheck.conformance.plugin.pytest_addoption``;
   one anchor per subcommand (``#wirecheck-serve``).
 - ``requirements/<protocol>.md``: every ID of the protocol's catalogue
@@ -188,12 +188,12 @@ def _pytest_section() -> list[str]:
 
 
 def cli_page() -> str:
-    from wirecheck.conformance import cli
+    from wirecheck import cli
     parser = cli.build_parser()
     subs = _subcommands(parser)
     lines = ["# Command line reference", "",
              "*Generated at build time from the argparse parsers "
-             "(`wirecheck.conformance.cli.build_parser()`) and the pytest plugin's options: "
+             "(`wirecheck.cli.build_parser()`) and the pytest plugin's options: "
              "what is here is what the installed command accepts.*", "",
              "Exit status, for every subcommand that judges something: 0 conformant (or nothing "
              "found), 1 not conformant (a MUST broken, a mismatch, a finding), 2 the kit could not "
@@ -209,7 +209,7 @@ def cli_page() -> str:
 
 
 def subcommand_names() -> list[str]:
-    from wirecheck.conformance import cli
+    from wirecheck import cli
     return [n for n, _, _ in _subcommands(cli.build_parser())]
 
 

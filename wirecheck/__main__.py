@@ -1,7 +1,7 @@
 """``python -m wirecheck``: the ``wirecheck`` command line."""
 import sys
 
-from wirecheck.conformance.cli import main
+from wirecheck.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -10,10 +10,11 @@ status is 128 + the signal (130, 143). A second signal kills every process the c
 
 The suites run under pytest have their own handler (run_signals.py): it also stops xdist
 workers and writes the suite's JSON; serve and record wait on the signals in their event loop
-(cli_support.until_stopped), which notes them here.
+(:func:`until_stopped`), which notes them here.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -280,3 +281,27 @@ def _reap() -> None:
             return
         if pid == 0:
             return
+
+
+async def until_stopped(duration: float | None = None) -> None:
+    """Wait for SIGINT or SIGTERM, or ``duration`` seconds when given (serve, record); the
+    signal is noted (:func:`note`), and the command's exit status is then 128 + it."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def stopped(sig: int) -> None:
+        if stop.is_set():                # a second signal while stopping: at once
+            kill_descendants(signal.SIGKILL)
+            os._exit(128 + sig)
+        note(sig)
+        stop.set()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopped, sig)
+    if duration:
+        loop.call_later(duration, stop.set)
+    await stop.wait()
+
+
+def stopped_status() -> int:
+    """A serve or record command's exit status: 128 + the signal that stopped it, else 0."""
+    return exit_status() if received() is not None else 0

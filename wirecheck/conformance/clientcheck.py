@@ -396,7 +396,7 @@ def serve(spec, broker, args, port: int) -> int:
     broke a MUST, 0 otherwise, 2 when it cannot run or the reference broker broke a rule."""
     import sys
 
-    from wirecheck.conformance.cli_support import until_stopped
+    from wirecheck.conformance.cli_signals import until_stopped
     raw = getattr(args, "raw_port", None)
     checker = ClientChecker(spec, broker, host=args.host, ports=(port, raw if raw is not None else 0),
                             scenario=args.scenario, scenario_options=getattr(args, "scenario_options", None),

@@ -359,7 +359,7 @@ def _progress_bar(path: str, enabled: bool):
 
 
 def main(args) -> int:
-    """``wirecheck replay`` (conformance/cli.py builds ``args``; ``args.target`` is parsed)."""
+    """``wirecheck replay`` (cli/replay.py builds ``args``; ``args.target`` is parsed)."""
     path, target = args.pcap, args.target
     if not os.path.isfile(path):
         print(f"wirecheck replay: no such file: {path}", file=sys.stderr)

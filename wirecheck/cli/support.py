@@ -1,14 +1,10 @@
-"""What the command line (cli.py) and its subcommand modules (clientcheck.py, fuzz/command.py,
-pipeline/command.py) share: exit codes, argument types, waiting for a stop signal, and the
-check that an optional extra is installed. The subcommand modules import this, never cli.py,
-so the command line imports them and nothing imports it back."""
+"""What the command modules of ``wirecheck/cli/`` share: exit codes, argument types, the check
+of a profile argument, and the check that an optional extra is installed."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib.util
 import os
-import signal
 
 from wirecheck.reference_impl.core import registry
 
@@ -52,32 +48,6 @@ def key_values(pairs: list[str], flag: str, example: str) -> dict[str, str]:
     return out
 
 
-async def until_stopped(duration: float | None = None) -> None:
-    """Wait for SIGINT or SIGTERM, or ``duration`` seconds when given (serve, record); the
-    signal is noted (cli_signals.py), and the command's exit status is then 128 + it."""
-    from wirecheck.conformance import cli_signals
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def stopped(sig: int) -> None:
-        if stop.is_set():                # a second signal while stopping: at once
-            cli_signals.kill_descendants(signal.SIGKILL)
-            os._exit(128 + sig)
-        cli_signals.note(sig)
-        stop.set()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stopped, sig)
-    if duration:
-        loop.call_later(duration, stop.set)
-    await stop.wait()
-
-
-def stopped_status() -> int:
-    """A serve or record command's exit status: 128 + the signal that stopped it, else 0."""
-    from wirecheck.conformance import cli_signals
-    return cli_signals.exit_status() if cli_signals.received() is not None else EXIT_OK
-
-
 def host_port_arg(text: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[v6]:PORT``; an empty host is loopback) for record and replay."""
     host, sep, port = text.rpartition(":")
@@ -102,3 +72,10 @@ def profile_base(spec, name: str | None) -> str | None:
     like SignalR's draft and v1, are told)."""
     from wirecheck.conformance.profiles import load_profile
     return load_profile(spec, name).base
+
+
+def docs_url(args) -> None:
+    """``--docs-url``: where the HTML report links the requirement IDs (report_html.docs_url)."""
+    if args.docs_url is not None:
+        from wirecheck.conformance.report_html import DOCS_URL_ENV
+        os.environ[DOCS_URL_ENV] = args.docs_url

@@ -52,7 +52,7 @@ def add_fuzz_arguments(s) -> None:
 
 def spark_conf(pairs: list[str]) -> dict[str, str]:
     """``--conf KEY=VALUE`` arguments as a dict; ValueError names a malformed one."""
-    from wirecheck.conformance.cli_support import key_values
+    from wirecheck.cli.support import key_values
     return key_values(pairs, "--conf", "spark.driver.memory=1g")
 
 

@@ -6,8 +6,8 @@ import asyncio
 import json
 import sys
 
-from wirecheck.conformance.cli_support import (EXIT_HARNESS, check_profile, host_port_arg, key_values,
-                                               stopped_status, until_stopped)
+from wirecheck.cli.support import EXIT_HARNESS, check_profile, host_port_arg, key_values
+from wirecheck.conformance.cli_signals import stopped_status, until_stopped
 from wirecheck.reference_impl.core.options import UnknownOption
 
 

@@ -18,236 +18,33 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
 
-from wirecheck.conformance.cli_serve import cmd_record, cmd_serve
-from wirecheck.conformance.cli_support import (EXIT_HARNESS, EXIT_NONCONFORMANT, EXIT_OK, host_port_arg,
-                                               check_profile, missing_extra, profile_base, protocol_arg)
-from wirecheck.reference_impl.core import registry
-from wirecheck.reference_impl.core.errors import FrameError
+from wirecheck.cli.check import cmd_check
+from wirecheck.cli.decode import cmd_decode, cmd_protocols
+from wirecheck.cli.replay import cmd_replay
+from wirecheck.cli.report import cmd_report
+from wirecheck.cli.serve import cmd_record, cmd_serve
+from wirecheck.cli.support import EXIT_HARNESS, EXIT_OK, missing_extra, protocol_arg
 
-# -- protocols ---------------------------------------------------------------------------------
-
-def cmd_protocols(args) -> int:
-    rows = [{"id": s.id, "title": s.title, "document": s.document, "default_port": s.default_port,
-             "requirement_prefix": s.requirement_prefix, "profiles": sorted(s.profiles),
-             "default_profile": s.default_profile} for s in registry.all_protocols()]
-    if args.json:
-        print(json.dumps(rows, indent=1))
-    else:
-        for r in rows:
-            print(f"{r['id']:<16} port {r['default_port']:<6} {r['document']:<32} "
-                  f"profiles: {', '.join(r['profiles'])}")
-    return EXIT_OK
-
-
-def cmd_replay(args) -> int:
-    from wirecheck.conformance import replay
-    if not args.target and not args.target_command:
-        print("wirecheck replay: give --target HOST:PORT, or --target-command CMD", file=sys.stderr)
-        return EXIT_HARNESS
-    try:
-        args.target = host_port_arg(args.target) if args.target else ("127.0.0.1", 0)
-    except ValueError as exc:
-        print(f"wirecheck replay: --target {exc}", file=sys.stderr)
-        return EXIT_HARNESS
-    if not args.target_command:
-        return replay.main(args)
-    return _replay_managed(args, replay)
-
-
-def _replay_managed(args, replay) -> int:
-    """``replay --target-command``: the kit starts the target, replays, and tells whether the
-    target was still running at the end (a replay that kills the target would otherwise show as
-    connections refused, with no word of the crash)."""
-    from wirecheck.conformance.target_process import ManagedTarget
-    host, port = args.target[0], args.target[1]
-    try:
-        managed = ManagedTarget.command(args.target_command, host=host, start_timeout=30.0)
-    except RuntimeError as exc:
-        print(f"wirecheck replay: --target-command: {exc}", file=sys.stderr)
-        return EXIT_HARNESS
-    if not any("{port}" in a for a in managed.argv):
-        if not port:
-            print("wirecheck replay: --target-command needs {port} (the kit picks a free port), or "
-                  "give --target HOST:PORT", file=sys.stderr)
-            return EXIT_HARNESS
-        managed.port = port
-    try:
-        managed.start()
-    except RuntimeError as exc:
-        managed.close()
-        print(f"wirecheck replay: --target-command: {exc}", file=sys.stderr)
-        return EXIT_HARNESS
-    try:
-        args.target = (host, managed.port) + tuple(args.target[2:])
-        status = replay.main(args)
-        if managed.exited():
-            print(f"wirecheck replay: the target went down during the replay ({managed.exit_status()}); "
-                  f"its last output:\n{managed.output_tail(15)}", file=sys.stderr)
-            return max(status, EXIT_NONCONFORMANT) if status != EXIT_HARNESS else status
-        return status
-    finally:
-        managed.close()
-
+# -- commands whose modules are loaded when used (the fuzzer's, the pipeline's, the brokers') ---
 
 def cmd_fuzz(args) -> int:
-    from wirecheck.fuzz.command import main
+    from wirecheck.cli.fuzz import main
     return main(args)
 
 
-# -- check -------------------------------------------------------------------------------------
-
-def suite_dir(spec) -> str:
-    import importlib
-    return os.path.dirname(importlib.import_module(spec.suite).__file__)
-
-
-def pytest_args(spec, target: str | None, profile: str | None, report: str | None,
-                junit: str | None, workers: str | None, timeout: float | None,
-                strict: bool, extra: list[str]) -> list[str]:
-    suites = os.path.dirname(suite_dir(spec))
-    # The kit's own ini, wherever it is run from: the caller's pytest configuration (addopts,
-    # plugins) must not change what the suite does.
-    # paths (or node ids) among the pytest arguments narrow the run to them; else the suite
-    named = [a for a in extra if not a.startswith("-") and os.path.exists(a.split("::")[0])]
-    # -q unless the user asks for more (-v: pytest's failure pages, each transcript in full)
-    verbose = any(a == "--verbose" or (a.startswith("-v") and set(a[1:]) == {"v"}) for a in extra)
-    argv = ([] if named else [suite_dir(spec)]) + ["--protocol", spec.id] + ([] if verbose else ["-q"]) + [
-            "-p", "no:cacheprovider",
-            "--rootdir", suites, "-c", os.path.join(suites, "pytest.ini"),
-            # this process imported the kit before pytest started: nothing to rewrite, no warning
-            "-W", "ignore::pytest.PytestAssertRewriteWarning"]
-    if target:
-        argv += ["--target", target]
-    if profile:
-        argv += ["--profile", profile]
-    if report:
-        argv += ["--wirecheck-report", report]
-    if junit:
-        argv += ["--junitxml", junit]
-    if workers:
-        argv += ["-n", workers]
-    if timeout:
-        argv += ["--wirecheck-timeout", str(timeout)]
-    if strict:
-        argv += ["--strict"]
-    return argv + list(extra)
-
-
-def exit_code(pytest_status: int) -> int:
-    """pytest's status -> 0 conformant, 1 not conformant, 2 harness error."""
-    if pytest_status == 0:
-        return EXIT_OK
-    if pytest_status == 1:
-        return EXIT_NONCONFORMANT
-    if pytest_status > 128:              # stopped by a signal (run_signals.py): 130, 143
-        return pytest_status
-    return EXIT_HARNESS
-
-
-def cmd_check(args) -> int:
-    """The suite in this process; the plugin writes the result file or HTML report (``--report
-    FILE.json|FILE.html``) and exits 2 when a verdict is the kit's own HARNESS-ERROR, exactly as
-    ``pytest --protocol P`` does."""
-    import pytest
-    argv = pytest_args(args.protocol, args.target, args.profile, args.report, args.junitxml,
-                       args.n, args.timeout, args.strict, args.pytest_args)
-    if args.label:
-        argv += ["--wirecheck-label", args.label]
-    if args.no_preflight:
-        argv += ["--no-preflight"]
-    if args.target_command:
-        argv += ["--target-command", args.target_command]
-    _docs_url(args)
-    status = exit_code(int(pytest.main(argv)))
-    from wirecheck.conformance import cli_signals
-    if cli_signals.received() is not None and status <= 128:
-        # a signal at the very end (the report was already written whole): still 128 + it
-        return cli_signals.exit_status()
-    return status
-
-
-def _docs_url(args) -> None:
-    """``--docs-url``: where the HTML report links the requirement IDs (report_html.docs_url)."""
-    if args.docs_url is not None:
-        from wirecheck.conformance.report_html import DOCS_URL_ENV
-        os.environ[DOCS_URL_ENV] = args.docs_url
-
-
-def cmd_report(args) -> int:
-    from wirecheck.conformance.report_index import load_for_report, write
-    from wirecheck.conformance.results import ReportError
-    unreadable: list[str] = []
-    try:
-        inputs = load_for_report(args.results, unreadable)
-    except ReportError as exc:
-        print(f"wirecheck report: {exc}", file=sys.stderr)
-        return EXIT_HARNESS
-    for problem in unreadable:       # the others make the report; the status says one was lost
-        print(f"wirecheck report: {problem}: left out", file=sys.stderr)
-    _docs_url(args)
-    for path in write(inputs.runs, args.out, inputs.campaigns, inputs.analyses):
-        print(f"wrote {path}")
-    return EXIT_HARNESS if unreadable else EXIT_OK
-
-
-# -- decode ------------------------------------------------------------------------------------
-
-def _read_input(args) -> bytes:
-    if args.hex is not None:
-        text = "".join(args.hex.split()).replace(":", "")
-        try:
-            return bytes.fromhex(text)
-        except ValueError:
-            raise SystemExit(f"wirecheck decode: --hex is not hexadecimal: {args.hex!r}")
-    with open(args.file, "rb") as fh:
-        return fh.read()
-
-
-def cmd_decode(args) -> int:
-    spec = args.protocol
-    if (err := check_profile(spec, args.profile)) is not None:
-        print(f"wirecheck decode: {err}", file=sys.stderr)
-        return EXIT_HARNESS
-    if args.pcap:
-        from wirecheck.conformance.pcapdecode import decode_pcap
-        return decode_pcap(spec, args.pcap, ports=args.port or (),
-                           profile=profile_base(spec, args.profile))
-    data = _read_input(args)
-    decoder = spec.make_decoder(profile=profile_base(spec, args.profile))
-    frames: list = []
-    error: FrameError | None = None
-    try:
-        frames = decoder.feed(data)
-        decoder.eof()
-    except FrameError as exc:
-        frames = frames or exc.frames
-        error = exc
-    for frame in frames:
-        print(json.dumps(spec.frame_to_dict(frame)))
-    if error is not None:
-        print(json.dumps(error.as_dict()))
-        return 1
-    return EXIT_OK
-
-
-# -- analyze, analyze-fuzz (Spark) -------------------------------------------------------------
-
 def cmd_analyze(args) -> int:
-    from wirecheck.pipeline.command import run_analyze
+    from wirecheck.cli.analyze import run_analyze
     return run_analyze(args)
 
 
 def cmd_analyze_fuzz(args) -> int:
-    from wirecheck.pipeline.command import run_analyze_fuzz
+    from wirecheck.cli.analyze import run_analyze_fuzz
     return run_analyze_fuzz(args)
 
-
-# -- run (make run) ----------------------------------------------------------------------------
 
 def cmd_run(args) -> int:
     from wirecheck.conformance.runall import run_all
@@ -305,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="record every connection into this pcap (synthetic TCP framing; no root needed)")
     s.set_defaults(func=cmd_serve)
 
-    from wirecheck.conformance import client_command
+    from wirecheck.cli import check_client as client_command
     s = sub.add_parser("check-client", help="run a client library's driver under every scenario against the "
                                             "reference broker; judge its wire, its outcome and its messages")
     client_command.add_arguments(s, protocol_arg)
@@ -396,11 +193,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("fuzz", help="fuzz decoders and sessions in process, a live target over the network, "
                                     "or everything in a time budget (--all)")
-    from wirecheck.fuzz.command import add_arguments
+    from wirecheck.cli.fuzz import add_arguments
     add_arguments(s, protocol_arg)
     s.set_defaults(func=cmd_fuzz)
 
-    from wirecheck.pipeline.command import add_analyze_arguments, add_fuzz_arguments
+    from wirecheck.cli.analyze import add_analyze_arguments, add_fuzz_arguments
     s = sub.add_parser("analyze", help="passive conformance checking of capture corpora on Spark: "
                                        "frames, violations, flows and stats as Parquet tables")
     add_analyze_arguments(s, protocol_arg)

@@ -131,7 +131,7 @@ def _replayed(f: dict) -> str:
 
 def _inprocess(args, spec, seconds: float) -> int:
     from wirecheck.fuzz.targets import TARGETS, of_protocol
-    from wirecheck.conformance.cli_support import missing_extra
+    from wirecheck.cli.support import missing_extra
     message = missing_extra("fuzz", "in-process fuzzing (atheris targets)")
     if message:
         print(f"wirecheck fuzz: {message}", file=sys.stderr)
@@ -229,7 +229,7 @@ def _live(args, spec, seconds: float) -> int:
             parts = urlsplit(args.target)
             host, port, options.url = parts.hostname or "127.0.0.1", parts.port or 80, args.target
         elif args.target:
-            from wirecheck.conformance.cli_support import host_port_arg
+            from wirecheck.cli.support import host_port_arg
             try:
                 host, port = host_port_arg(args.target)
             except ValueError as exc:
