@@ -2,7 +2,7 @@
 300 MB and a progress bar).
 
 The capture is recorded, not built: a client sends the BlipMQ reference broker, through the
-recording relay (wirecheck/conformance/capture.py), 64 KiB QoS 1 publishes in pipelined batches of 16,
+recording relay (wirecheck/conformance/captures/relay.py), 64 KiB QoS 1 publishes in pipelined batches of 16,
 each batch followed by a PING whose PONG is awaited, until the capture holds 100 MB (``--quick``: 8 MB). ``wirecheck replay``
 then runs in a child process against a fresh broker, with the progress bar on; measured: the
 child's peak resident memory (``replay.<size>.rss``, MB; ``peer`` the goal's 300 MB and
@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from wirecheck.conformance.capture import CaptureFile, CaptureProxy
+from wirecheck.conformance.captures.relay import CaptureFile, CaptureProxy
 from wirecheck.reference_impl.blipmq import codec as blip
 from wirecheck.reference_impl.core import registry
 from wirecheck.reference_impl.core.server import ThreadedServer

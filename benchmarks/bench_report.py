@@ -16,9 +16,9 @@ import os
 import tempfile
 import time
 
-from wirecheck.conformance.report_index import write
+from wirecheck.conformance.report.index import write
 from wirecheck.conformance.requirements import catalogue, catalogue_data
-from wirecheck.conformance.results import load_runs
+from wirecheck.conformance.report.results import load_runs
 from wirecheck.reference_impl.core import registry
 
 from benchmarks.bench_blipmq_decode import result

@@ -53,7 +53,7 @@ def run_suite(protocol: str, mode: str, extra: tuple = ()) -> dict:
             raise RuntimeError(f"{protocol} suite ({mode}) exited {proc.returncode}:\n"
                                f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
         doc = json.loads(report.read_text(encoding="utf-8"))
-    from wirecheck.conformance.verdicts import needs_target_command
+    from wirecheck.conformance.report.verdicts import needs_target_command
     # the crash-recovery tests are SKIPPED against the embedded broker (the kit does not run it)
     verdicts = {t["verdict"] for t in doc["tests"] if not needs_target_command(t)}
     if verdicts - {"PASS", "INFORMATIONAL", "UNIMPLEMENTED"}:

@@ -8,7 +8,7 @@ tests/planted_signalr.py, started by ``--target-command``.
 - ``stateful``: dies on a 256-byte SUBSCRIBE topic, but only after an earlier connection sent
   an ACK for subscription 0;
 - ``spin``: an unknown frame type sets a thread spinning; ``growth``: a 32 KiB-plus AUTH key
-  keeps 32 MiB for good (NON-STRICT verdicts, health.py);
+  keeps 32 MiB for good (NON-STRICT verdicts, run/health_reruns.py);
 - ``split`` (SignalR over WebSocket): dies on a record split across WebSocket messages (the
   handshake included), sent by nine tests.
 
@@ -52,7 +52,7 @@ PLANTS = {
     "stateful": {"args": ["--on", "topic-256-after-ack0"],
                  "crashers": {"blipmq/test_boundaries.py::test_topic_length_both_ways[256]"},
                  "quick_k": "test_ack_poll or test_topic_length"},
-    # not crashes: NON-STRICT verdicts (health.py), charged after re-runs on fresh targets
+    # not crashes: NON-STRICT verdicts (run/health_reruns.py), charged after re-runs on fresh targets
     "spin": {"args": ["--on", "type-0xee", "--effect", "spin"], "crashers": set(),
              "charged": {"blipmq/test_framing.py::test_unknown_frame_type_closes_connection[0xee]",
                          "blipmq/test_framing.py::test_frames_before_an_unknown_type_are_still_answered"},

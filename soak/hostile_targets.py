@@ -26,7 +26,9 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
-from wirecheck.conformance import cli_signals, verdicts
+from wirecheck.conformance import cli_signals
+
+from wirecheck.conformance.report import verdicts
 from soak.common import HighWater, run_stoppable, write_result
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

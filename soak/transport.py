@@ -6,7 +6,7 @@ verdict moves with it depends on timing, not on the target. The modes:
 
 - ``direct``: no relay (the baseline);
 - ``split``: every byte of the broker's in its own write (``wirecheck serve --check-clients
-  --scenario split``, conformance/client_scenarios.py);
+  --scenario split``, conformance/clients/scenarios.py);
 - ``coalesce``: the broker's writes within 20 ms joined into one;
 - ``delay``: every write 0.1 s late (a slow link);
 - ``busy``: direct, with every core kept busy by another process (a shared CI runner);

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from wirecheck.conformance.websocket import encode_server_frame, frame_header, unmask
+from wirecheck.conformance.target.websocket import encode_server_frame, frame_header, unmask
 from wirecheck.reference_impl.core import registry
 
 KINDS = ("black-hole", "trickle", "rst-on-connect", "rst-mid-frame", "garbage", "huge-length",

@@ -31,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tools.rabbitmq_real import SERVER, RealRabbitMQ, available, stream_handshake  # noqa: E402
-from wirecheck.conformance.target_process import free_port  # noqa: E402
+from wirecheck.conformance.target.process import free_port  # noqa: E402
 
 #: Seconds the warm-up waits after its Create (Ra's auto-save is every 0.5 s).
 SETTLE = 3.0

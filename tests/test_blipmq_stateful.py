@@ -86,7 +86,7 @@ class WrongAckPayloadText(SessionDriver):
 def test_a_broken_step_names_the_rule_it_checks():
     """A target whose one defect is the text of the NACK for a malformed ACK fails the MUST run
     on BLIP-ACK-001 alone (a Breach), not on the run's thirty requirements."""
-    from wirecheck.conformance.verdicts import Breach
+    from wirecheck.conformance.report.verdicts import Breach
 
     class Machine(SessionMachineWireRules):
         driver_factory = WrongAckPayloadText

@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from wirecheck.conformance import replay
-from wirecheck.conformance.pcapdecode import decode_pcap
+from wirecheck.conformance.captures import replay
+from wirecheck.conformance.captures.decode import decode_pcap
 from wirecheck.reference_impl.core import registry
 from wirecheck.reference_impl.core.server import ThreadedServer
 

@@ -1,13 +1,13 @@
-"""One cause, one finding (conformance/causes.py): failures whose messages differ only in
+"""One cause, one finding (conformance/report/causes.py): failures whose messages differ only in
 numbers, offsets and values are grouped in the summary, the JSON and the HTML report; the
 per-test verdicts stay as they are."""
-from wirecheck.conformance.causes import cause, group
+from wirecheck.conformance.report.causes import cause, group
 
 from .helpers import run_scratch_suite
 
 
 def test_what_varies_between_tests_is_taken_out():
-    a = cause("wirecheck.conformance.target.TargetMalformed: target sent a malformed frame: "
+    a = cause("wirecheck.conformance.target.connection.TargetMalformed: target sent a malformed frame: "
               "messagepack at byte 17: Headers is 128, not a map")
     b = cause("TargetMalformed: target sent a malformed frame: messagepack at byte 230: Headers is 128, "
               "not a map\nmore lines")
@@ -61,7 +61,7 @@ def test_one_breach_of_one_field_is_one_cause_in_every_encoding():
 
 
 def test_the_summary_the_json_and_the_report_carry_the_groups(tmp_path):
-    body = "import pytest\nfrom wirecheck.conformance.target import TargetMalformed\n\n"
+    body = "import pytest\nfrom wirecheck.conformance.target.connection import TargetMalformed\n\n"
     for i, rid in enumerate(("BLIP-PUB-002", "BLIP-PUB-003", "BLIP-AUTH-002", "BLIP-PING-001")):
         body += (f"@pytest.mark.requirement('{rid}')\ndef test_{i}():\n"
                  f"    raise TargetMalformed('target sent a malformed frame: payload at byte {i * 7}: "
@@ -73,7 +73,7 @@ def test_the_summary_the_json_and_the_report_carry_the_groups(tmp_path):
     assert g["tests"] == 4 and len(g["requirements"]) == 4
     assert "one cause, 4 tests, 4 requirements: target sent a malformed frame: payload: topic length N" \
         in result.stdout, result.stdout[-2000:]
-    from wirecheck.conformance.report_html import render
-    from wirecheck.conformance.results import load_run
+    from wirecheck.conformance.report.html import render
+    from wirecheck.conformance.report.results import load_run
     html = render([load_run(str(tmp_path / "scratch.json"))])
     assert "<h3>Causes</h3>" in html and "topic length N past the frame" in html

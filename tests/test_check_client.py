@@ -1,5 +1,5 @@
 """``wirecheck check-client``: a client library's driver run under each scenario and judged by
-its outcome (conformance/client_suite.py, client_driver.py). Planted drivers
+its outcome (conformance/clients/suite.py, clients/driver.py). Planted drivers
 (tests/planted_client.py) show each verdict: CRASH for an uncaught error or a signal, HANG for
 no exit, NON-STRICT (BlipMQ's client rules are SHOULDs) for success where the scenario refused a
 request, for a lost and for a duplicated message, NOT-RUN for a scenario that never acted; the
@@ -15,9 +15,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from wirecheck.conformance import verdicts
-from wirecheck.conformance.client_driver import DriverRun, command_argv, run_driver
-from wirecheck.conformance.client_suite import run_scenario, scenario_names
+from wirecheck.conformance.report import verdicts
+from wirecheck.conformance.clients.driver import DriverRun, command_argv, run_driver
+from wirecheck.conformance.clients.suite import run_scenario, scenario_names
 from wirecheck.reference_impl.core import registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

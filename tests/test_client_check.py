@@ -1,9 +1,9 @@
-"""Client checking (wirecheck/conformance/clientcheck.py, ``wirecheck serve --check-clients``): the
+"""Client checking (wirecheck/conformance/clients/serve_check.py, ``wirecheck serve --check-clients``): the
 reference broker behind the recording relay, every client connection judged by the protocol's
 observer after the run.
 
 1. Each protocol's reference client (wirecheck/reference_impl/<p>/client.py) runs a short, realistic
-   session under every scenario of wirecheck/conformance/client_scenarios.py (none, split, coalesce,
+   session under every scenario of wirecheck/conformance/clients/scenarios.py (none, split, coalesce,
    delay, close): no FAIL, NON-STRICT or HARNESS-ERROR, a PASS case, the operations' results,
    and how the connection ended. ``close`` comes 5 s after the server's first bytes, when the
    session is long over; ``close-cut`` cuts the session on purpose (the server's FIN 0.3 s
@@ -34,8 +34,8 @@ import time
 
 import pytest
 
-from wirecheck.conformance import verdicts
-from wirecheck.conformance.clientcheck import ClientChecker
+from wirecheck.conformance.report import verdicts
+from wirecheck.conformance.clients.serve_check import ClientChecker
 from wirecheck.conformance.requirements import catalogue
 from wirecheck.pipeline.local import analyze
 from wirecheck.reference_impl.core import registry
@@ -585,9 +585,9 @@ def test_broken_client_publish_before_hello(tmp_path):
 
 
 def test_report_renders_fail_and_transcript(tmp_path):
-    from wirecheck.conformance import report_index
-    from wirecheck.conformance.clientcheck import write_report
-    from wirecheck.conformance.results import Run, load
+    from wirecheck.conformance.report import index as report_index
+    from wirecheck.conformance.clients.serve_check import write_report
+    from wirecheck.conformance.report.results import Run, load
     doc = _bad_length_doc(tmp_path)
     path = tmp_path / "clients.json"
     write_report(doc, str(path))
@@ -607,7 +607,7 @@ def test_report_renders_fail_and_transcript(tmp_path):
 
 
 def test_outcomes_told_from_the_server_seat():
-    from wirecheck.conformance.clientcheck import Connection, mark_reconnects
+    from wirecheck.conformance.clients.serve_check import Connection, mark_reconnects
 
     def conn(number, opened, cut=False, **ends):
         c = Connection(number, f"127.0.0.1:{4000 + number}", opened, cut=cut)
@@ -629,8 +629,8 @@ def test_outcomes_told_from_the_server_seat():
 
 
 def test_client_identities_from_their_first_frames():
-    """What each protocol's client says about itself (conformance/client_identity.py)."""
-    from wirecheck.conformance.client_identity import client_identity
+    """What each protocol's client says about itself (conformance/clients/identity.py)."""
+    from wirecheck.conformance.clients.identity import client_identity
     from wirecheck.reference_impl.blipmq import codec as blip
     from wirecheck.reference_impl.micromessage2 import codec as mm2
     from wirecheck.reference_impl.rabbitmq_stream import codec as rmqs
@@ -661,7 +661,7 @@ def test_client_identities_from_their_first_frames():
 def test_a_reconnect_is_the_same_clients():
     """A connection that names another client is not the cut client's reconnect, however soon
     it comes; an unnamed one still is (order), and a named match wins over an earlier unnamed."""
-    from wirecheck.conformance.clientcheck import Connection, mark_reconnects
+    from wirecheck.conformance.clients.serve_check import Connection, mark_reconnects
 
     def conn(number, opened, identity=None, cut=False, **ends):
         c = Connection(number, f"127.0.0.1:{4000 + number}", opened, cut=cut, identity=identity)

@@ -185,7 +185,7 @@ def _ignores_the_requirement(checker) -> bytes:
 def test_a_client_that_ignores_a_required_extension_fails(tmp_path):
     """Negative control: MM2-HS-008 (the client's final handshake lacks what the server
     requires) is reported, and the scenario refused the final handshake as a server must."""
-    from wirecheck.conformance import verdicts
+    from wirecheck.conformance.report import verdicts
     checker = _checker("micromessage2", "required-extension", None, tmp_path)
     doc, answer, _ = _check(checker, _ignores_the_requirement)
     failed = [t for t in doc["tests"] if t["verdict"] == verdicts.FAIL]
@@ -203,7 +203,7 @@ def test_the_real_profile(scenario, tmp_path):
     MessagesPerAck/AckExpireTime (SPEC_NOTES); no pubsub, so the client pushes SENDs and reads
     the server's acks (in the large form under ``large-payload``). The scenarios keep to what
     that server sends."""
-    from wirecheck.conformance.clientcheck import ClientChecker
+    from wirecheck.conformance.clients.serve_check import ClientChecker
     from wirecheck.reference_impl.core import registry
     spec = registry.get("micromessage2")
     checker = ClientChecker(spec, spec.make_broker("127.0.0.1", 0, profile="sharpmessaging"),

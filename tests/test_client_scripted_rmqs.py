@@ -198,7 +198,7 @@ async def _ignores_the_update(checker) -> dict:
 
 def test_a_client_that_never_answers_the_consumer_update_fails(tmp_path):
     """Negative control: the scenario is judged, not only played."""
-    from wirecheck.conformance import verdicts
+    from wirecheck.conformance.report import verdicts
     checker = _checker("rabbitmq-stream", "consumer-update", None, tmp_path)
     doc, _, _ = _check(checker, lambda c: _run_async(c, _ignores_the_update))
     failed = [t for t in doc["tests"] if t["verdict"] == verdicts.FAIL]
@@ -226,7 +226,7 @@ async def _ignores_the_close(checker) -> dict:
 
 
 def test_a_client_that_never_answers_the_server_close_fails(tmp_path):
-    from wirecheck.conformance import verdicts
+    from wirecheck.conformance.report import verdicts
     checker = _checker("rabbitmq-stream", "server-close", {"after": 0.1, "wait": 1.5}, tmp_path)
     doc, out, _ = _check(checker, lambda c: _run_async(c, _ignores_the_close))
     assert out == {"close": Code.OK, "ended": True}, out
@@ -294,7 +294,7 @@ def test_rstream_leaves_the_server_close_unanswered(tmp_path):
     rstream = pytest.importorskip("rstream", reason="rstream is not installed")
     checker = _checker("rabbitmq-stream", "server-close", {"after": 0.2, "wait": 1.2}, tmp_path)
     doc, _, _ = _check(checker, lambda c: _run_async(c, _rstream_session(rstream)))
-    from wirecheck.conformance import verdicts
+    from wirecheck.conformance.report import verdicts
     failed = {r for t in doc["tests"] if t["verdict"] == verdicts.FAIL for r in t["requirements"]}
     assert failed == {"RMQS-CLOSE-003"}, _summary(doc)
     assert not [t for t in doc["tests"] if t["verdict"] == verdicts.HARNESS_ERROR], _summary(doc)
@@ -329,7 +329,7 @@ def test_error_response_refuses_only_an_answer_the_document_lets_fail(tmp_path):
     RMQS-NEW-001): the scenario leaves that answer alone and refuses the next one that may carry
     the code, so the kit never breaks its own rules (no HARNESS-ERROR); a command option the
     document does not let fail that way is refused before the run."""
-    from wirecheck.conformance.client_scenarios import shaper_factory
+    from wirecheck.conformance.clients.scenarios import shaper_factory
     doc, out = _cope("rabbitmq-stream", "error-response", _versions_first, tmp_path)
     assert out["versions"] == Code.OK and out["create"] == Code.ACCESS_REFUSED, out
     assert doc["connections"][-1]["scenario_actions"] == ["CREATE_RESPONSE code 16"], _summary(doc)
@@ -342,7 +342,7 @@ def test_a_refused_subscribe_gets_no_deliveries(tmp_path):
     delivers to it; the client, refused, must see none of that (a Deliver for a subscription it
     was refused would be the kit's own breach of RMQS-CREDIT-001, a HARNESS-ERROR): the
     scenario drops those Delivers and says so, and the run is judged clean."""
-    from wirecheck.conformance.client_suite import run_scenario
+    from wirecheck.conformance.clients.suite import run_scenario
     from wirecheck.reference_impl.core import registry
     command = f"{sys.executable} -m wirecheck.conformance.drivers.rabbitmq_stream {{host}} {{port}} {{count}}"
     doc = run_scenario(registry.get("rabbitmq-stream"), "error-response", command,
@@ -358,7 +358,7 @@ def test_stream_already_exists_on_create_may_be_taken_as_success(tmp_path):
     """error-response code=5 ("stream already exists") on Create: a library may rightly treat
     it as success (the stream is there: rbfly does), so either outcome passes; with the default
     code (16, access refused) the refusal must be surfaced."""
-    from wirecheck.conformance.client_suite import run_scenario
+    from wirecheck.conformance.clients.suite import run_scenario
     from wirecheck.reference_impl.core import registry
     command = f"{sys.executable} -m wirecheck.conformance.drivers.rabbitmq_stream {{host}} {{port}} {{count}}"
     spec = registry.get("rabbitmq-stream")

@@ -20,7 +20,7 @@ import pytest
 
 from wirecheck.conformance.scripted import scenarios_for
 from wirecheck.conformance.scripted.signalr import HTTP, RECORD, WS, HubSplitter, _Wire, padded, record_body
-from wirecheck.conformance.websocket import encode_server_frame as _server_ws_frame
+from wirecheck.conformance.target.websocket import encode_server_frame as _server_ws_frame
 from tests.test_scripted_framework import FakeRelay
 from wirecheck.reference_impl.core.client import ConnectionClosed
 from wirecheck.reference_impl.signalr import codec
@@ -328,7 +328,7 @@ def _cut(direction: str, stream: bytes, wire=None, step: int = 1):
 
 
 def _client_frame(opcode: int, payload: bytes) -> bytes:
-    from wirecheck.conformance.websocket import encode_frame
+    from wirecheck.conformance.target.websocket import encode_frame
     return encode_frame(opcode, payload)
 
 
@@ -398,7 +398,7 @@ def test_padding_is_exact(protocol, size):
 
 def _server_units(relay) -> list:
     """What reached the client, cut into WebSocket frames: (opcode, fin, payload)."""
-    from wirecheck.conformance.websocket import FrameReader
+    from wirecheck.conformance.target.websocket import FrameReader
     stream = b"".join(d for direction, d, _ in relay.out if direction == "s2c" and d)
     return FrameReader().feed(stream.partition(b"\r\n\r\n")[2] if stream.startswith(b"HTTP/") else stream)
 
@@ -445,7 +445,7 @@ def test_injected_messages_wait_for_a_record_boundary():
 def test_the_draft_profile_is_left_alone(protocol, transport, tmp_path):
     """Under ``--profile draft`` (no handshake answer, no Ping, Close or headers) the scenarios
     do nothing but say so: the session passes as it comes, judged by the draft's rules."""
-    from wirecheck.conformance.clientcheck import ClientChecker
+    from wirecheck.conformance.clients.serve_check import ClientChecker
     from wirecheck.reference_impl.core import registry
     from wirecheck.reference_impl.signalr.client import HubClient
     spec = registry.get("signalr")

@@ -132,7 +132,7 @@ def test_reference_client_copes(scenario, tmp_path):
 def test_unknown_fields_in_the_real_profiles(profile, tmp_path):
     """The real codec's bodies (no error fields outside Error) and protocol 1.0 framing (no
     flags byte): the scenario keeps each as the broker wrote it."""
-    from wirecheck.conformance.clientcheck import ClientChecker
+    from wirecheck.conformance.clients.serve_check import ClientChecker
     from wirecheck.reference_impl.core import registry
     spec = registry.get("vibemq")
     checker = ClientChecker(spec, spec.make_broker("127.0.0.1", 0, profile=profile),

@@ -206,7 +206,7 @@ def test_check_client(tmp_path, sig, to_group):
 def _slow_capture(path: Path) -> None:
     """Two BlipMQ conversations a minute apart (the replay waits the pause out with
     --max-gap 60: it is stopped in it)."""
-    from wirecheck.conformance.capture import CaptureFile
+    from wirecheck.conformance.captures.relay import CaptureFile
     from wirecheck.reference_impl.blipmq import codec as blip
     now = [1_700_000_000.0]
     capture = CaptureFile(str(path), clock=lambda: now[0])

@@ -1,5 +1,5 @@
 """A crash is charged to the test that caused it, the same under ``-n 1`` and ``-n 2``
-(conformance/crashwatch.py, culprits.py, isolation.py): servers that die on what they are
+(conformance/target/crashwatch.py, culprits.py, isolation.py): servers that die on what they are
 sent (tests/planted_servers.py), now, a moment later, or only after an earlier connection's
 state, or on a record split across WebSocket messages (tests/planted_signalr.py); and those that
 set a thread spinning or keep memory for good. The full runs (the whole suite, -n 1, 2 and auto, three times each) are ``make soak``'s
@@ -14,7 +14,7 @@ import time
 import pytest
 
 from soak import culprits
-from wirecheck.conformance.crashwatch import earlier, suspects
+from wirecheck.conformance.target.crashwatch import earlier, suspects
 
 
 #: make test's share (soak/culprits.py runs every plant with -n 1, 2 and auto, three times): both
@@ -116,7 +116,7 @@ def test_the_reruns_draw_what_the_run_draws():
     machine's examples are the inputs), the plugins loaded by name; never xdist."""
     from types import SimpleNamespace
 
-    from wirecheck.conformance.culprits import child_argv
+    from wirecheck.conformance.run.culprits import child_argv
     option = SimpleNamespace(wirecheck_protocol="blipmq", wirecheck_timeout=5.0, wirecheck_profile=None,
                              wirecheck_test_budget=None, hypothesis_seed=1234, hypothesis_profile="ci")
     config = SimpleNamespace(option=option, rootpath="/r", inipath=None,

@@ -55,7 +55,7 @@ def test_blipmq_whole_suite_with_kills_beside_other_tests(tmp_path):
                                   if t["verdict"] != "PASS"]
     assert len(_crash_tests(doc)) == 4
     assert doc["summary"]["blipmq"]["crashes"] == []
-    # no false alarm from the health watch under two workers' load (target_health.py)
+    # no false alarm from the health watch under two workers' load (target/health.py)
     health = doc["summary"]["blipmq"]["target_health"]
     assert health["spins"] == [] and health["peak_rss_kb"] > 0
 

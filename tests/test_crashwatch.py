@@ -1,4 +1,4 @@
-"""A target that dies or hangs during a test (conformance/crashwatch.py): that test is the one
+"""A target that dies or hangs during a test (conformance/target/crashwatch.py): that test is the one
 CRASH, nothing after it is blamed, and the run ends soon after; a healthy target gets none."""
 from __future__ import annotations
 

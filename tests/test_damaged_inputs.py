@@ -1,4 +1,4 @@
-"""Broken captures never lose what can be read (conformance/pcapfile.py ``tolerant``): among good
+"""Broken captures never lose what can be read (conformance/captures/pcapfile.py ``tolerant``): among good
 ones, a capture cut inside a record (as a killed tcpdump leaves it), one corrupt in the middle
 and a file that is no capture. ``analyze`` (plain and on Spark), ``decode`` and ``replay`` take
 what precedes the break, say in one line per file where and what was lost (and in the summary),
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.conformance.pcapfile import CaptureFormatError, PcapReader
+from wirecheck.conformance.captures.pcapfile import CaptureFormatError, PcapReader
 from wirecheck.pipeline.local import analyze as analyze_plain
 
 ROOT = Path(__file__).resolve().parents[1]

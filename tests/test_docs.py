@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.conformance import report_html
+from wirecheck.conformance.report import html as report_html
 from wirecheck.cli import build_parser
 from wirecheck.cli import main as wirecheck_main
 from wirecheck.conformance.requirements import catalogue, catalogue_data
-from wirecheck.conformance.results import Run
+from wirecheck.conformance.report.results import Run
 from wirecheck.reference_impl.core import registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +97,7 @@ def test_the_docs_url_setting(monkeypatch, tmp_path):
     # that does not exist
     built = (ROOT / "site" / "requirements").is_dir()
     assert report_html.docs_url() == ((ROOT / "site").as_uri() + "/" if built else "")
-    monkeypatch.setattr(report_html, "__file__", str(tmp_path / "wirecheck" / "conformance" / "report_html.py"))
+    monkeypatch.setattr(report_html, "__file__", str(tmp_path / "wirecheck" / "conformance" / "report/html.py"))
     (tmp_path / "mkdocs.yml").write_text("site_name: x\n")
     assert report_html.docs_url() == ""                     # a checkout whose site was not built
     (tmp_path / "site" / "requirements").mkdir(parents=True)

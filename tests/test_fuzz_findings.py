@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from wirecheck.conformance.pcapfile import CaptureFormatError, PcapReader
-from wirecheck.conformance.websocket import FrameReader, WebSocketError
+from wirecheck.conformance.captures.pcapfile import CaptureFormatError, PcapReader
+from wirecheck.conformance.target.websocket import FrameReader, WebSocketError
 from wirecheck.reference_impl.micromessage2.filters import parse_filter
 
 SHB = struct.pack("<IIIHHq", 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1) + struct.pack("<I", 28)

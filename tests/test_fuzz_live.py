@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.conformance import liveness
+from wirecheck.conformance.target import liveness
 from wirecheck.fuzz.live import CRASH, HANG, VIOLATION, LiveFuzzer, LiveOptions, ManagedTarget, signature
 from wirecheck.fuzz.live_seeds import load_seeds, split_frames
 from wirecheck.fuzz.minimize import minimize

@@ -1,7 +1,7 @@
 """Spin and growth findings of the network fuzzer (wirecheck/fuzz/live_health.py, live_replay.py)
 against tests/planted_servers.py: a thread that keeps a core busy after the input, and 32 MiB
 kept for good per input, are found while fuzzing, replayed on fresh targets 3 of 3, measured
-as the suites measure them (conformance/target_health.py)."""
+as the suites measure them (conformance/target/health.py)."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from wirecheck.conformance import target_health
+from wirecheck.conformance.target import health as target_health
 from tests.test_fuzz_planted import BLIP, TRIGGERS, assert_all_reproduced, meta, planted
 from wirecheck.fuzz.live import LiveFuzzer, LiveOptions
 

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from wirecheck.conformance.target import Budget, BudgetSpent, RunAllowance, Transcript, TranscriptLimits, spent_in
+from wirecheck.conformance.target.connection import Budget, BudgetSpent, RunAllowance, Transcript, TranscriptLimits, spent_in
 from soak import hostile_targets as soak
 from tests import hostile_targets
 
@@ -67,7 +67,7 @@ def test_signalr_suite_drops_a_flood_of_pings_with_a_clear_failure():
     transcript entry, and a test waiting for a close read it for its whole budget)."""
     from wirecheck.conformance.profiles import load_profile
     from wirecheck.conformance.suites.signalr.conftest import MAX_PINGS, Sig
-    from wirecheck.conformance.target import Target, TargetFlooded
+    from wirecheck.conformance.target.connection import Target, TargetFlooded
     from wirecheck.reference_impl.core import registry
     spec = registry.get("signalr")
     for transport in ("tcp", "ws"):
@@ -119,7 +119,7 @@ def test_the_reports_of_a_run_attach_transcripts_within_an_allowance(monkeypatch
     """Each failing report keeps its transcript until the run ends: over the run's allowance,
     later reports say theirs was left out."""
     from wirecheck.conformance import plugin
-    from wirecheck.conformance.target import Target
+    from wirecheck.conformance.target.connection import Target
 
     class Config:
         stash = pytest.Stash()

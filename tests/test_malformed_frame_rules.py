@@ -13,7 +13,7 @@ import pytest
 
 from wirecheck.conformance.profiles import load_profile
 from wirecheck.conformance.requirements import catalogue
-from wirecheck.conformance.target import Target, TargetMalformed
+from wirecheck.conformance.target.connection import Target, TargetMalformed
 from wirecheck.reference_impl.core import registry
 from wirecheck.reference_impl.core.errors import Category, FrameError
 from wirecheck.reference_impl.micromessage2.observer import frame_requirement

@@ -24,7 +24,7 @@ from scapy.sessions import TCPSession  # noqa: E402
 from scapy.utils import wrpcap  # noqa: E402
 from tests.helpers import tcp_conversation  # noqa: E402
 
-from wirecheck.conformance.pcapdecode import decode_pcap  # noqa: E402
+from wirecheck.conformance.captures.decode import decode_pcap  # noqa: E402
 from wirecheck.conformance.strategies import micromessage2 as S  # noqa: E402
 from wirecheck.reference_impl.core.errors import FrameError  # noqa: E402
 from wirecheck.reference_impl.micromessage2 import SPEC, codec, syntax  # noqa: E402

@@ -53,7 +53,7 @@ def test_a_broken_step_names_the_rule_it_checks():
     from hypothesis import Phase
 
     from wirecheck.conformance.strategies.micromessage2_drivers import SessionDriver
-    from wirecheck.conformance.verdicts import Breach
+    from wirecheck.conformance.report.verdicts import Breach
     from wirecheck.reference_impl.micromessage2.codec import Message
 
     class Renaming(SessionDriver):

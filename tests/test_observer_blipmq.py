@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from wirecheck.conformance.pcapfile import PcapWriter, TcpConversation
+from wirecheck.conformance.captures.pcapfile import PcapWriter, TcpConversation
 from wirecheck.conformance.requirements import catalogue
 from wirecheck.pipeline.local import analyze
 from wirecheck.reference_impl.blipmq import codec

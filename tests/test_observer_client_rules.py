@@ -1,4 +1,4 @@
-"""The observers' ``client_rules`` tables (what client checking, wirecheck/conformance/clientcheck.py, may
+"""The observers' ``client_rules`` tables (what client checking, wirecheck/conformance/clients/serve_check.py, may
 report as PASS for a client connection): every ID is in the catalogue; every entry (frame type,
 ID) is witnessed by a small conversation in which a client frame of that type makes the observer
 report that ID against the client; and every ID an observer module can report against the client
@@ -15,7 +15,7 @@ from typing import Optional
 
 import pytest
 
-from wirecheck.conformance.clientcheck import exercised_requirements
+from wirecheck.conformance.clients.serve_check import exercised_requirements
 from wirecheck.conformance.requirements import catalogue
 from wirecheck.reference_impl.core import registry
 from wirecheck.reference_impl.core.errors import Category, PayloadError

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.conformance.pcapfile import PcapWriter, TcpConversation
+from wirecheck.conformance.captures.pcapfile import PcapWriter, TcpConversation
 from wirecheck.pipeline.local import analyze
 from wirecheck.reference_impl.core import registry
 from wirecheck.reference_impl.core.errors import FrameError

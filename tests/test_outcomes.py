@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from wirecheck.conformance.target import CLOSE, Connection, Outcome, TargetClosed, TargetError, TargetTimeout, Transcript
+from wirecheck.conformance.target.connection import CLOSE, Connection, Outcome, TargetClosed, TargetError, TargetTimeout, Transcript
 from wirecheck.reference_impl.blipmq import codec
 from wirecheck.reference_impl.blipmq.codec import Nack, Pong
 from wirecheck.reference_impl.core import registry
@@ -65,13 +65,13 @@ def test_silence_is_a_timeout_with_the_outcomes(pair):
 
 def test_the_outcomes_reach_the_result_file(tmp_path):
     _, doc = run_scratch_suite(
-        tmp_path, "import pytest\nfrom wirecheck.conformance.target import TargetError\n\n"
+        tmp_path, "import pytest\nfrom wirecheck.conformance.target.connection import TargetError\n\n"
         "@pytest.mark.requirement('BLIP-PUB-002')\ndef test_o():\n"
         "    raise TargetError('expected NACK 400 or a close, got PONG(3)', ['NACK 400', 'a close'], 'PONG(3)')\n")
     (test,) = doc["tests"]
     assert test["verdict"] == "FAIL"
     assert test["expected"] == ["NACK 400", "a close"] and test["actual"] == "PONG(3)"
-    from wirecheck.conformance.report_html import render
-    from wirecheck.conformance.results import load_run
+    from wirecheck.conformance.report.html import render
+    from wirecheck.conformance.report.results import load_run
     page = render([load_run(str(tmp_path / "scratch.json"))])
     assert "one of: NACK 400 | a close" in page and "PONG(3)" in page

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from wirecheck.conformance.output_paths import unwritable
+from wirecheck.conformance.run.output_paths import unwritable
 
 
 def test_what_cannot_be_written_is_said(tmp_path):

@@ -17,7 +17,7 @@ from scapy.layers.inet import IP, TCP  # noqa: E402
 from scapy.layers.l2 import Ether  # noqa: E402
 from scapy.utils import wrpcap, wrpcapng  # noqa: E402
 
-from wirecheck.conformance.pcapdecode import decode_pcap  # noqa: E402
+from wirecheck.conformance.captures.decode import decode_pcap  # noqa: E402
 from wirecheck.reference_impl.blipmq import SPEC, codec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -230,7 +230,7 @@ def test_feed_sized_reads_what_feed_items_reads(protocol):
     to what the frames and errors consumed."""
     import random
 
-    from wirecheck.conformance.pcapdecode import feed_items, feed_sized
+    from wirecheck.conformance.captures.decode import feed_items, feed_sized
     from wirecheck.reference_impl.core import registry
     spec = registry.get(protocol)
     corpus = Path(__file__).resolve().parent.parent / "wirecheck" / "fuzz" / "corpora" / _SIZED[protocol]

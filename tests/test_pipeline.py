@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.conformance.pcapdecode import decode_pcap
-from wirecheck.conformance.pcapfile import PcapWriter, TcpConversation, tcp_packet
+from wirecheck.conformance.captures.decode import decode_pcap
+from wirecheck.conformance.captures.pcapfile import PcapWriter, TcpConversation, tcp_packet
 from wirecheck.pipeline import schema
 from wirecheck.pipeline.local import analyze as analyze_plain
 from wirecheck.pipeline.spark_job import analyze
@@ -213,7 +213,7 @@ def test_cli_refuses_bad_input_before_starting_spark(argv, message, capsys):
 def test_read_file_batches_sort_back_to_file_order(tmp_path, monkeypatch, batch, hold):
     """Step 1's batches, sorted by their key as the shuffle sorts them, give each address pair's
     segments in file order, whatever the batch and hold limits."""
-    from wirecheck.conformance.pcapfile import PcapReader
+    from wirecheck.conformance.captures.pcapfile import PcapReader
     from wirecheck.pipeline import spark_job
     monkeypatch.setattr(spark_job, "BATCH_SEGMENTS", batch)
     monkeypatch.setattr(spark_job, "BATCH_HOLD_BYTES", hold)
@@ -237,7 +237,7 @@ def test_injected_violations_are_found_exactly_on_spark(spark, tmp_path):
     """Conversations with known violations (tests/test_observer_blipmq.py), one per client in
     one capture: Spark's violations table has exactly those, for each conversation."""
     from tests.test_observer_blipmq import INJECTED, write_injected
-    from wirecheck.conformance.pcapfile import PcapReader
+    from wirecheck.conformance.captures.pcapfile import PcapReader
     parts = []
     for n in range(6):
         write_injected(tmp_path / f"c{n}.pcap", client=("10.1.1.1", 40000 + n))

@@ -1,4 +1,4 @@
-"""The preflight (conformance/preflight.py): a wrong --target, --protocol or credential is one
+"""The preflight (conformance/target/preflight.py): a wrong --target, --protocol or credential is one
 line and exit 2 within 10 s, before any test runs or is reported; a right one costs a few
 handshakes and changes no verdict."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.faulty_targets import BlackHole
-from wirecheck.conformance.preflight import PreflightError, preflight
+from wirecheck.conformance.target.preflight import PreflightError, preflight
 from wirecheck.conformance.profiles import load_profile
 from wirecheck.reference_impl.core import registry
 from wirecheck.reference_impl.core.server import ThreadedServer

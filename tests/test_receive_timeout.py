@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from wirecheck.conformance.target import Budget, BudgetSpent, Connection, TargetTimeout, Transcript
+from wirecheck.conformance.target.connection import Budget, BudgetSpent, Connection, TargetTimeout, Transcript
 from wirecheck.reference_impl.blipmq import codec
 from wirecheck.reference_impl.blipmq.codec import Nack
 from wirecheck.reference_impl.core import registry
@@ -72,7 +72,7 @@ def test_an_endless_trickle_ends_with_the_tests_budget(pair):
 def test_a_websocket_message_trickled_byte_by_byte_still_arrives(pair):
     """Over a WebSocket the frame's bytes arrive below the hub messages: still not silence.
     A ping between them is silence as far as the answer goes (it does not stretch the wait)."""
-    from wirecheck.conformance.target import WebSocketConnection
+    from wirecheck.conformance.target.connection import WebSocketConnection
     from wirecheck.reference_impl.signalr import codec as signalr_codec
     from wirecheck.reference_impl.signalr.messages import Completion
     ours, theirs = pair

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from wirecheck.conformance import replay
+from wirecheck.conformance.captures import replay
 from wirecheck.reference_impl.core import registry
 from wirecheck.reference_impl.core.server import ThreadedServer
 

@@ -1,5 +1,5 @@
 """Capture files, TCP reassembly, the recording relay and ``wirecheck replay``
-(wirecheck/conformance/pcapfile.py, tcpflows.py, capture.py, replay.py)."""
+(wirecheck/conformance/captures/pcapfile.py, tcpflows.py, captures/relay.py, replay.py)."""
 from __future__ import annotations
 
 import asyncio
@@ -15,12 +15,12 @@ import threading
 
 import pytest
 
-from wirecheck.conformance import replay
-from wirecheck.conformance.capture import CaptureFile, CaptureProxy
-from wirecheck.conformance.pcapdecode import decode_pcap
-from wirecheck.conformance.pcapfile import (CaptureFormatError, PcapReader, PcapWriter, Segment, TcpConversation,
+from wirecheck.conformance.captures import replay
+from wirecheck.conformance.captures.relay import CaptureFile, CaptureProxy
+from wirecheck.conformance.captures.decode import decode_pcap
+from wirecheck.conformance.captures.pcapfile import (CaptureFormatError, PcapReader, PcapWriter, Segment, TcpConversation,
                                   tcp_packet)
-from wirecheck.conformance.tcpflows import TcpReassembler
+from wirecheck.conformance.captures.tcpflows import TcpReassembler
 from wirecheck.reference_impl.blipmq import codec as blip
 from wirecheck.reference_impl.core import registry
 from wirecheck.reference_impl.core.server import ThreadedServer

@@ -1,5 +1,5 @@
 """``wirecheck replay`` of RabbitMQ Stream captures does not hold a target to what the document
-leaves to the server (conformance/replay_rules.py RMQSRules, replay_flow.py), and still holds it
+leaves to the server (conformance/captures/replay_rules.py RMQSRules, replay_flow.py), and still holds it
 to the rest:
 
 - the order of the streams (and brokers) of a Metadata answer ("Metadata");
@@ -22,9 +22,11 @@ import itertools
 
 import pytest
 
-from wirecheck.conformance import replay, verdicts
-from wirecheck.conformance.pcapfile import PcapWriter, TcpConversation
-from wirecheck.conformance.replay_rules import OffsetNumbering, RMQSRules
+from wirecheck.conformance.captures import replay
+
+from wirecheck.conformance.report import verdicts
+from wirecheck.conformance.captures.pcapfile import PcapWriter, TcpConversation
+from wirecheck.conformance.captures.replay_rules import OffsetNumbering, RMQSRules
 from wirecheck.reference_impl.core import registry
 from wirecheck.reference_impl.core.server import ThreadedServer
 from wirecheck.reference_impl.rabbitmq_stream import codec

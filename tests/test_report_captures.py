@@ -11,9 +11,9 @@ import subprocess
 
 import pytest
 
-from wirecheck.conformance.report_html import render
-from wirecheck.conformance.report_index import index, write
-from wirecheck.conformance.results import Analysis, Campaign, ReportError, Run, load_inputs, load_run, load_runs
+from wirecheck.conformance.report.html import render
+from wirecheck.conformance.report.index import index, write
+from wirecheck.conformance.report.results import Analysis, Campaign, ReportError, Run, load_inputs, load_run, load_runs
 
 from .test_reports import _chromium, wirecheck
 

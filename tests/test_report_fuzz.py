@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from wirecheck.conformance.report_html import render
-from wirecheck.conformance.results import Campaign, ReportError, load_inputs
+from wirecheck.conformance.report.html import render
+from wirecheck.conformance.report.results import Campaign, ReportError, load_inputs
 
 from .test_reports import _chromium, wirecheck
 
@@ -193,7 +193,7 @@ def test_what_is_neither_is_refused(inputs, tmp_path):
     result = wirecheck("report", str(empty), "--out", str(tmp_path / "o.html"))
     assert result.returncode == 2 and "no result files or fuzz campaign summaries" in result.stderr
     with pytest.raises(ReportError, match="fuzz campaign summary, not a result file"):
-        from wirecheck.conformance.results import load_runs
+        from wirecheck.conformance.report.results import load_runs
         load_runs([str(inputs / "campaign.json")])
 
 

@@ -1,13 +1,13 @@
-"""The matrix of implementations (conformance/report_matrix.py, tools/matrix_page.py) from result
+"""The matrix of implementations (conformance/report/matrix.py, tools/matrix_page.py) from result
 files: a client's cell is the worse of its outcome and its wire rules, a problem line carries
 the requirement's sentence and the case's evidence, and the report and the docs page show them."""
 from __future__ import annotations
 
 import json
 
-from wirecheck.conformance.report_html import render
-from wirecheck.conformance.report_matrix import cell_verdict, client_cells, matrix_document
-from wirecheck.conformance.results import Run
+from wirecheck.conformance.report.html import render
+from wirecheck.conformance.report.matrix import cell_verdict, client_cells, matrix_document
+from wirecheck.conformance.report.results import Run
 
 CATALOGUE = {"RMQS-CLOSE-003": {"level": "MUST", "summary": "the client answers the server's Close",
                                 "quote": "Close Client & Server 22 Yes", "source": "document"},

@@ -168,13 +168,13 @@ def test_allure_command_line_builds_its_report(tmp_path):
 
 def test_informational_verdict_is_neither_pass_nor_failure(tmp_path):
     result, doc = run_scratch_suite(
-        tmp_path, "import pytest\nfrom wirecheck.conformance.verdicts import informational\n\n"
+        tmp_path, "import pytest\nfrom wirecheck.conformance.report.verdicts import informational\n\n"
         "@pytest.mark.requirement('BLIP-PING-001')\ndef test_i():\n    informational('answers in 3 ms')\n")
     assert result.returncode == 0, result.stdout
     (test,) = doc["tests"]
     assert test["verdict"] == "INFORMATIONAL" and "answers in 3 ms" in test["message"]
     assert doc["summary"]["blipmq"]["failing_requirements"] == []
-    from wirecheck.conformance.results import load_run
+    from wirecheck.conformance.report.results import load_run
     run = load_run(str(tmp_path / "scratch.json"))
     assert run.conformant("blipmq") and run.requirement_verdicts("blipmq")["BLIP-PING-001"][0] == "INFORMATIONAL"
 
@@ -185,7 +185,7 @@ def test_a_breach_fails_only_the_requirement_it_names(tmp_path):
     does not check makes the test collateral of that breach: charged to it, at its level, and
     its own requirements are neither failed nor tested by it."""
     result, doc = run_scratch_suite(
-        tmp_path, "import pytest\nfrom wirecheck.conformance.verdicts import Breach\n\n"
+        tmp_path, "import pytest\nfrom wirecheck.conformance.report.verdicts import Breach\n\n"
         "@pytest.mark.requirement('BLIP-FRAME-001', 'BLIP-HELLO-003')\ndef test_named():\n"
         "    raise Breach('no greeting', 'BLIP-HELLO-003')\n\n"
         "@pytest.mark.requirement('BLIP-FRAME-002', 'BLIP-IO-002')\ndef test_stray():\n"
@@ -197,14 +197,14 @@ def test_a_breach_fails_only_the_requirement_it_names(tmp_path):
     assert stray["message"].startswith("collateral: ") and "not one of mine" in stray["message"], stray["message"]
     assert doc["summary"]["blipmq"]["failing_requirements"] == ["BLIP-HELLO-003", "BLIP-PING-001"]
     assert result.returncode == 1, result.stdout
-    from wirecheck.conformance.report_matrix import problems
-    from wirecheck.conformance.results import load_run
+    from wirecheck.conformance.report.matrix import problems
+    from wirecheck.conformance.report.results import load_run
     run = load_run(str(tmp_path / "scratch.json"))
     verdict_of = {rid: v for rid, (v, _) in run.requirement_verdicts("blipmq").items()}
     assert verdict_of["BLIP-HELLO-003"] == "NON-STRICT" and verdict_of["BLIP-FRAME-001"] == "NOT-RUN"
     assert verdict_of["BLIP-PING-001"] == "FAIL" and verdict_of["BLIP-FRAME-002"] == "NOT-RUN"
     assert sorted(p["requirement"] for p in problems(run)) == ["BLIP-HELLO-003", "BLIP-PING-001"]
-    from wirecheck.conformance.report_html import render
+    from wirecheck.conformance.report.html import render
     assert "requirements BLIP-FRAME-001, BLIP-HELLO-003; broke BLIP-HELLO-003)" in render([run], docs="")
 
 
@@ -212,7 +212,7 @@ def test_a_requirement_only_unimplemented_tests_name_is_not_tested(tmp_path):
     """Coverage counts a requirement tested only when a test of it ran to its check: one whose
     only test is UNIMPLEMENTED (the profile says the feature is absent) tested nothing."""
     result, doc = run_scratch_suite(
-        tmp_path, "import pytest\nfrom wirecheck.conformance.verdicts import unimplemented\n\n"
+        tmp_path, "import pytest\nfrom wirecheck.conformance.report.verdicts import unimplemented\n\n"
         "@pytest.mark.requirement('BLIP-PING-001')\ndef test_absent():\n    unimplemented('pings')\n\n"
         "@pytest.mark.requirement('BLIP-PUB-002')\ndef test_present():\n    pass\n")
     assert result.returncode == 0, result.stdout
@@ -225,7 +225,7 @@ def test_distinct_failures_of_one_test_are_each_reported_with_what_they_broke(tm
     message lists each failure with the requirements it names, the result keeps them apart, and
     the test is charged with those requirements."""
     result, doc = run_scratch_suite(
-        tmp_path, "import pytest\nfrom wirecheck.conformance.verdicts import Breach\n\n"
+        tmp_path, "import pytest\nfrom wirecheck.conformance.report.verdicts import Breach\n\n"
         "@pytest.mark.requirement('BLIP-PUB-002', 'BLIP-PING-001', 'BLIP-FRAME-001')\ndef test_two():\n"
         "    nack, pong = Breach('wrong NACK code', 'BLIP-PUB-002'), Breach('no PONG', 'BLIP-PING-001')\n"
         "    for error, step in ((nack, 'state.publish(qos=1)'), (pong, 'state.ping()')):\n"
@@ -242,7 +242,7 @@ def test_distinct_failures_of_one_test_are_each_reported_with_what_they_broke(tm
     assert test["message"].startswith("2 distinct failures: (1) wrong NACK code [BLIP-PUB-002]; (2) no PONG"), test
     assert sorted(test["broke"]) == ["BLIP-PING-001", "BLIP-PUB-002"]
     assert doc["summary"]["blipmq"]["failing_requirements"] == ["BLIP-PING-001", "BLIP-PUB-002"]
-    from wirecheck.conformance.report_html import render
-    from wirecheck.conformance.results import load_run
+    from wirecheck.conformance.report.html import render
+    from wirecheck.conformance.report.results import load_run
     page = render([load_run(str(tmp_path / "scratch.json"))], docs="")
     assert "2 distinct failures</b>, each with its minimal example" in page and "state.ping()" in page

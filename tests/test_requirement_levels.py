@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from wirecheck.conformance import verdicts
+from wirecheck.conformance.report import verdicts
 from wirecheck.conformance.requirements import catalogue, catalogue_data
-from wirecheck.conformance.results import requirement_verdict
+from wirecheck.conformance.report.results import requirement_verdict
 from wirecheck.reference_impl.core import registry
 
 from .helpers import run_scratch_suite

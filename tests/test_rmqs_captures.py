@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("scapy")
 
-from wirecheck.conformance.pcapdecode import decode_pcap  # noqa: E402
+from wirecheck.conformance.captures.decode import decode_pcap  # noqa: E402
 from wirecheck.reference_impl.core import registry  # noqa: E402
 from wirecheck.reference_impl.rabbitmq_stream import codec  # noqa: E402
 

@@ -24,9 +24,11 @@ import pytest
 
 pytest.importorskip("scapy")
 
-from wirecheck.conformance import replay, verdicts  # noqa: E402
-from wirecheck.conformance.pcapdecode import decode_pcap  # noqa: E402
-from wirecheck.conformance.target_process import free_port  # noqa: E402
+from wirecheck.conformance.captures import replay  # noqa: E402
+
+from wirecheck.conformance.report import verdicts
+from wirecheck.conformance.captures.decode import decode_pcap  # noqa: E402
+from wirecheck.conformance.target.process import free_port  # noqa: E402
 from wirecheck.reference_impl.core import registry  # noqa: E402
 from wirecheck.reference_impl.core.server import ThreadedServer  # noqa: E402
 from wirecheck.reference_impl.rabbitmq_stream import codec  # noqa: E402

@@ -28,7 +28,7 @@ def test_a_broken_step_names_the_rule_it_checks():
     from hypothesis.stateful import run_state_machine_as_test
 
     from wirecheck.conformance.strategies.rabbitmq_stream_drivers import SessionDriver
-    from wirecheck.conformance.verdicts import Breach
+    from wirecheck.conformance.report.verdicts import Breach
     from wirecheck.reference_impl.rabbitmq_stream import codec
     from wirecheck.reference_impl.rabbitmq_stream.constants import Code
 

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from wirecheck.conformance.verdicts import needs_target_command
+from wirecheck.conformance.report.verdicts import needs_target_command
 
 from tools.rabbitmq_real import INSTALL_HINT, RealRabbitMQ, available
 
@@ -98,9 +98,9 @@ def test_the_matrix_with_real_rabbitmq_and_two_real_clients(rabbitmq, tmp_path):
                                      "rabbitmq-stream-rstream-probe-unknown-cmds.pcap"])
 def test_real_capture_replays_against_real_rabbitmq(rabbitmq, capture):
     """The real client's capture, replayed against a real RabbitMQ started here, is
-    equivalent modulo the masks (wirecheck/conformance/replay_rules.py); twice in a row, since the
+    equivalent modulo the masks (wirecheck/conformance/captures/replay_rules.py); twice in a row, since the
     replay gives the streams names of their own."""
-    from wirecheck.conformance import replay
+    from wirecheck.conformance.captures import replay
     from wirecheck.reference_impl.core import registry
     spec = registry.get("rabbitmq-stream")
     path = os.path.join(ROOT, "captures", "rabbitmq-stream", "real", capture)

@@ -1,5 +1,5 @@
 """A run stopped by SIGINT or SIGTERM (a cancelled CI job, Ctrl-C), to its process or to its
-whole process group, under xdist and with a target the kit starts (conformance/run_signals.py):
+whole process group, under xdist and with a target the kit starts (conformance/run/signals.py):
 it stops within seconds, leaves no process behind (the target, the workers, their children),
 writes what was judged so far marked ``interrupted``, and exits 128 + the signal."""
 from __future__ import annotations

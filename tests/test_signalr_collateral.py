@@ -12,7 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from wirecheck.conformance import causes, verdicts
+from wirecheck.conformance.report import causes
+
+from wirecheck.conformance.report import verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the tests that meet the id-less Completion, and one that passes a blocking call alone

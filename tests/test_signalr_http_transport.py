@@ -17,7 +17,7 @@ import threading
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from wirecheck.conformance.websocket import FrameReader, encode_frame, negotiate, open_socket
+from wirecheck.conformance.target.websocket import FrameReader, encode_frame, negotiate, open_socket
 from wirecheck.reference_impl.core import registry
 from wirecheck.reference_impl.core.errors import Category, FrameError
 from wirecheck.reference_impl.core.server import ThreadedServer

@@ -1,4 +1,4 @@
-"""A frame sent in pieces reaches the target in pieces (conformance/target.py ``SPLIT_PAUSE``):
+"""A frame sent in pieces reaches the target in pieces (conformance/target/connection.py ``SPLIT_PAUSE``):
 a server that reads a connection's first frame in one read or never (tests/planted_servers.py
 ``--whole-first-read``) fails the byte-by-byte handshake test on an idle machine and on one
 with every core busy; the same test passes against the same server without the defect. Written

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from wirecheck.conformance.requirements import catalogue
-from wirecheck.conformance.verdicts import needs_target_command
+from wirecheck.conformance.report.verdicts import needs_target_command
 from wirecheck.reference_impl.core import registry
 from wirecheck.reference_impl.core.server import ThreadedServer
 

@@ -1,4 +1,4 @@
-"""The target's health between tests when the kit runs it (conformance/target_health.py): a
+"""The target's health between tests when the kit runs it (conformance/target/health.py): a
 thread that spins with no test running is found and blamed on the one test that set it going;
 memory and descriptors are reported per test; a healthy target gets no such finding, also under
 pytest-xdist load (tests/test_crash_recovery.py runs the whole BlipMQ suite that way)."""
@@ -25,7 +25,7 @@ def _run(tmp_path, target_options: str, *extra: str):
 
 def test_a_spinning_thread_is_found_and_charged_only_where_a_test_causes_it(tmp_path):
     """The thread goes spinning at the server's 40th connection, whichever test opens it: the
-    tests it began with are each measured on a target of their own (health.py), none sets it
+    tests it began with are each measured on a target of their own (run/health_reruns.py), none sets it
     off there, so none is charged; the spin is reported, and fails the run only under
     ``--strict`` (run so here: without it a spin leaves exit 0, as the spin plant of
     tests/test_crash_culprits.py shows). (A spin set off by what a test sends is charged to
@@ -64,7 +64,7 @@ def test_a_spinning_thread_counts_fully_on_a_machine_with_every_core_busy():
     import os
     import time
 
-    from wirecheck.conformance import target_health as th
+    from wirecheck.conformance.target import health as th
     # The main thread prints both ids in one line once both threads have them: two threads'
     # print() calls may interleave their words and newlines.
     code = ("import threading, time\n"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.conformance.pcapdecode import decode_pcap
-from wirecheck.conformance.pcapfile import PcapReader
+from wirecheck.conformance.captures.decode import decode_pcap
+from wirecheck.conformance.captures.pcapfile import PcapReader
 from wirecheck.reference_impl.blipmq.client import BlipClient
 from wirecheck.reference_impl.core import registry
 from wirecheck.reference_impl.core.server import ThreadedServer

@@ -39,7 +39,7 @@ def test_a_broken_step_names_the_rule_it_checks():
     from hypothesis import Phase
     from hypothesis.stateful import run_state_machine_as_test
 
-    from wirecheck.conformance.verdicts import Breach
+    from wirecheck.conformance.report.verdicts import Breach
 
     class Machine(VibeMachine):
         def make_driver(self):

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from wirecheck.conformance.strategies import wire_settings as ws
-from wirecheck.conformance.target import Budget, BudgetSpent
+from wirecheck.conformance.target.connection import Budget, BudgetSpent
 
 
 def _machine(log: list, fail_on=None, sleep=0.0, spend=None):

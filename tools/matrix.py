@@ -14,7 +14,7 @@ and makes the exit status 2; the others still run.
 
 Written under ``--out``: ``results/<name>.json`` (each run's result file), the merged report
 (``index.html``: implementations x requirements for the servers, clients x scenarios for the
-clients; ``index.json`` and ``transcripts/``), and ``matrix.json`` (conformance/report_matrix.py:
+clients; ``index.json`` and ``transcripts/``), and ``matrix.json`` (conformance/report/matrix.py:
 the cells, the problems found with the requirement's sentence and the evidence, and what ran).
 The documentation renders the newest ``matrix/recorded/*.json`` (a copy of a ``matrix.json``).
 Exit status 0 when every implementation ran (whatever its verdicts), 2 otherwise.
@@ -36,10 +36,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from wirecheck.conformance import cli_signals, report_index  # noqa: E402
+from wirecheck.conformance import cli_signals  # noqa: E402
+
+from wirecheck.conformance.report import index as report_index
 from wirecheck.conformance.atomic_file import write_text  # noqa: E402
-from wirecheck.conformance.report_matrix import matrix_document  # noqa: E402
-from wirecheck.conformance.results import load_run  # noqa: E402
+from wirecheck.conformance.report.matrix import matrix_document  # noqa: E402
+from wirecheck.conformance.report.results import load_run  # noqa: E402
 
 EXAMPLES = os.path.join(ROOT, "examples", "check-client")
 CLIENTS_VENV = os.path.join(ROOT, ".venv-clients")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from wirecheck.conformance.report_matrix import findings
+from wirecheck.conformance.report.matrix import findings
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "matrix" / "recorded"

@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import time
 
-from wirecheck.conformance.target_process import live_group_pids  # noqa: F401  (the tests use it from here too)
+from wirecheck.conformance.target.process import live_group_pids  # noqa: F401  (the tests use it from here too)
 
 SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"
 INSTALL_HINT = "run `make real-peers` (installs Debian's rabbitmq-server)"

@@ -1,7 +1,7 @@
 """Record the capture corpus: ``make captures`` (or ``python tools/record_captures.py [P ...]``).
 
 For each protocol and each scenario, a fresh reference broker starts on loopback behind a
-recording relay (wirecheck/conformance/capture.py); the scenario's client talks to the relay; the
+recording relay (wirecheck/conformance/captures/relay.py); the scenario's client talks to the relay; the
 capture is written gzip-compressed to ``captures/<protocol>/<name>.pcap.gz`` and described in
 ``captures/<protocol>/MANIFEST.json`` (what it holds, who talked, versions, how it was
 recorded, and how to replay it). The relay listens on a free port but the captures show the
@@ -34,7 +34,7 @@ from typing import Callable
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from wirecheck.conformance.capture import CaptureFile, relay_broker  # noqa: E402
+from wirecheck.conformance.captures.relay import CaptureFile, relay_broker  # noqa: E402
 from wirecheck.reference_impl.core import registry  # noqa: E402
 from wirecheck.reference_impl.core.server import ThreadedServer  # noqa: E402
 

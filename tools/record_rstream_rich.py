@@ -354,7 +354,7 @@ def record(server: str, out: str, port: int, host: str = "127.0.0.1") -> dict:
 
 def describe(path: str, port: int) -> dict:
     """Per connection (in the order they start) and direction: bytes, frames and commands."""
-    from wirecheck.conformance.pcapdecode import decode_pcap
+    from wirecheck.conformance.captures.decode import decode_pcap
     spec = registry.get("rabbitmq-stream")
     out = io.StringIO()
     status = decode_pcap(spec, path, ports=[port], out=out, profile="rabbitmq-3.10")
@@ -383,7 +383,7 @@ def describe(path: str, port: int) -> dict:
 
 def _tcp_bytes(path: str, port: int) -> dict[str, dict[str, int]]:
     """Payload bytes per connection ("host:port" of the client) and direction."""
-    from wirecheck.conformance.pcapfile import PcapReader
+    from wirecheck.conformance.captures.pcapfile import PcapReader
     sizes: dict[str, dict[str, int]] = {}
     with PcapReader(path) as reader:
         for seg in reader:

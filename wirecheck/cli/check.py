@@ -50,7 +50,7 @@ def exit_code(pytest_status: int) -> int:
         return EXIT_OK
     if pytest_status == 1:
         return EXIT_NONCONFORMANT
-    if pytest_status > 128:              # stopped by a signal (run_signals.py): 130, 143
+    if pytest_status > 128:              # stopped by a signal (run/signals.py): 130, 143
         return pytest_status
     return EXIT_HARNESS
 

@@ -1,5 +1,5 @@
 """``wirecheck check-client``: its arguments, the run over the scenarios, what it prints, and
-its result file and JUnit XML (conformance/client_suite.py runs one scenario)."""
+its result file and JUnit XML (conformance/clients/suite.py runs one scenario)."""
 from __future__ import annotations
 
 import os
@@ -8,13 +8,13 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
-from wirecheck.conformance import verdicts
+from wirecheck.conformance.report import verdicts
 
 EXIT_OK, EXIT_FAIL, EXIT_HARNESS = 0, 1, 2
 
 
 def add_arguments(s, protocol_arg) -> None:
-    from wirecheck.conformance.client_suite import DEFAULT_BUDGET, DEFAULT_COUNT
+    from wirecheck.conformance.clients.suite import DEFAULT_BUDGET, DEFAULT_COUNT
     s.add_argument("--protocol", type=protocol_arg, required=True)
     s.add_argument("--client-command", required=True, metavar="CMD",
                    help="your driver: the protocol's standard workload with your library ({host}, {port}, "
@@ -77,10 +77,10 @@ def default_label(protocol: str, command: str) -> str:
 
 def main(args) -> int:
     from wirecheck.conformance import cli_signals
-    from wirecheck.conformance.client_driver import DriverError, command_argv
-    from wirecheck.conformance.client_scenarios import shaper_factory
-    from wirecheck.conformance.client_suite import DEFAULT_OPTIONS, run_scenario, scenario_names
-    from wirecheck.conformance.clientcheck import summarise
+    from wirecheck.conformance.clients.driver import DriverError, command_argv
+    from wirecheck.conformance.clients.scenarios import shaper_factory
+    from wirecheck.conformance.clients.suite import DEFAULT_OPTIONS, run_scenario, scenario_names
+    from wirecheck.conformance.clients.serve_check import summarise
     spec = args.protocol                 # protocol_arg gives the registered spec
     known = scenario_names(spec.id)
     chosen = args.scenario or known
@@ -137,7 +137,7 @@ def main(args) -> int:
           + f"; exit {doc['exitstatus']}")
     try:
         if args.report:
-            from wirecheck.conformance.clientcheck import write_report
+            from wirecheck.conformance.clients.serve_check import write_report
             write_report(doc, args.report)
         if args.junitxml:
             write_junit(doc, args.junitxml)

@@ -40,7 +40,7 @@ def cmd_decode(args) -> int:
         print(f"wirecheck decode: {err}", file=sys.stderr)
         return EXIT_HARNESS
     if args.pcap:
-        from wirecheck.conformance.pcapdecode import decode_pcap
+        from wirecheck.conformance.captures.decode import decode_pcap
         return decode_pcap(spec, args.pcap, ports=args.port or (),
                            profile=profile_base(spec, args.profile))
     data = _read_input(args)

@@ -47,7 +47,7 @@ def cmd_analyze_fuzz(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from wirecheck.conformance.runall import run_all
+    from wirecheck.conformance.run.all_protocols import run_all
     return run_all(args.reports, timeout=args.timeout, alluredir=args.alluredir,
                    protocols=[spec.id for spec in args.protocol or []])
 
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             name = args.func.__name__.removeprefix("cmd_").replace("_", "-")
             print(f"wirecheck {name}: {message}", file=sys.stderr)
             return EXIT_HARNESS
-    from wirecheck.conformance.output_paths import command_output_problem
+    from wirecheck.conformance.run.output_paths import command_output_problem
     command = getattr(args, "_command", None) or args.func.__name__.removeprefix("cmd_")
     if (problem := command_output_problem(command.replace("-", "_"), args)) is not None:
         print(f"wirecheck {command.replace('_', '-')}: {problem}", file=sys.stderr)

@@ -8,7 +8,7 @@ from wirecheck.cli.support import EXIT_HARNESS, EXIT_NONCONFORMANT, host_port_ar
 
 
 def cmd_replay(args) -> int:
-    from wirecheck.conformance import replay
+    from wirecheck.conformance.captures import replay
     if not args.target and not args.target_command:
         print("wirecheck replay: give --target HOST:PORT, or --target-command CMD", file=sys.stderr)
         return EXIT_HARNESS
@@ -26,7 +26,7 @@ def _replay_managed(args, replay) -> int:
     """``replay --target-command``: the kit starts the target, replays, and tells whether the
     target was still running at the end (a replay that kills the target would otherwise show as
     connections refused, with no word of the crash)."""
-    from wirecheck.conformance.target_process import ManagedTarget
+    from wirecheck.conformance.target.process import ManagedTarget
     host, port = args.target[0], args.target[1]
     try:
         managed = ManagedTarget.command(args.target_command, host=host, start_timeout=30.0)

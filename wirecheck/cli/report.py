@@ -8,8 +8,8 @@ from wirecheck.cli.support import EXIT_HARNESS, EXIT_OK, docs_url
 
 
 def cmd_report(args) -> int:
-    from wirecheck.conformance.report_index import load_for_report, write
-    from wirecheck.conformance.results import ReportError
+    from wirecheck.conformance.report.index import load_for_report, write
+    from wirecheck.conformance.report.results import ReportError
     unreadable: list[str] = []
     try:
         inputs = load_for_report(args.results, unreadable)

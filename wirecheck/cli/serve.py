@@ -123,8 +123,8 @@ def cmd_serve(args) -> int:
     listen_host, listen_port = args.host, port
     if args.capture:
         # The broker listens on a free loopback port; relays on the public ports record every
-        # connection (conformance/capture.py).
-        from wirecheck.conformance.capture import CaptureFile
+        # connection (conformance/captures/relay.py).
+        from wirecheck.conformance.captures.relay import CaptureFile
         if spec.extra_ports:
             options["raw_port"] = 0
         try:
@@ -145,7 +145,7 @@ def cmd_serve(args) -> int:
         try:
             await broker.start()
             if capture is not None:
-                from wirecheck.conformance.capture import relay_broker
+                from wirecheck.conformance.captures.relay import relay_broker
                 raw = args.raw_port if args.raw_port is not None else (port + 1 if port else 0)
                 relays = await relay_broker(capture, broker, args.host, (port, raw))
         except OSError as exc:
@@ -180,9 +180,9 @@ def cmd_serve(args) -> int:
 
 def _serve_checking_clients(spec, args, port: int, options: dict, timing_keys=()) -> int:
     """``serve --check-clients``: the broker on a private loopback port, checking relays on the
-    public ones (conformance/clientcheck.py)."""
-    from wirecheck.conformance.client_scenarios import scenarios, shaper_factory
-    from wirecheck.conformance.clientcheck import serve as serve_checked
+    public ones (conformance/clients/serve_check.py)."""
+    from wirecheck.conformance.clients.scenarios import scenarios, shaper_factory
+    from wirecheck.conformance.clients.serve_check import serve as serve_checked
     args.scenario = args.scenario or "none"
     known = scenarios(spec.id)
     if args.scenario not in known:
@@ -218,8 +218,8 @@ def _serve_checking_clients(spec, args, port: int, options: dict, timing_keys=()
 
 
 def cmd_record(args) -> int:
-    """A recording relay in front of any server (conformance/capture.py)."""
-    from wirecheck.conformance.capture import CaptureFile, CaptureProxy
+    """A recording relay in front of any server (conformance/captures/relay.py)."""
+    from wirecheck.conformance.captures.relay import CaptureFile, CaptureProxy
     try:
         listen, upstream = host_port_arg(args.listen), host_port_arg(args.upstream)
     except ValueError as exc:

@@ -77,5 +77,5 @@ def profile_base(spec, name: str | None) -> str | None:
 def docs_url(args) -> None:
     """``--docs-url``: where the HTML report links the requirement IDs (report_html.docs_url)."""
     if args.docs_url is not None:
-        from wirecheck.conformance.report_html import DOCS_URL_ENV
+        from wirecheck.conformance.report.html import DOCS_URL_ENV
         os.environ[DOCS_URL_ENV] = args.docs_url

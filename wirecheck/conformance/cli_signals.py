@@ -8,7 +8,7 @@ status is 128 + the signal (130, 143). A second signal kills every process the c
 (its descendants, each with its process group) and exits at once. After a stopped command,
 :func:`sweep` ends any descendant that a ``finally`` did not: nothing of the run is left.
 
-The suites run under pytest have their own handler (run_signals.py): it also stops xdist
+The suites run under pytest have their own handler (run/signals.py): it also stops xdist
 workers and writes the suite's JSON; serve and record wait on the signals in their event loop
 (:func:`until_stopped`), which notes them here.
 """
@@ -97,7 +97,7 @@ def signal_name() -> str:
 
 def interrupted(not_run: list[str] | None = None, what: str = "tests") -> dict:
     """What a stopped command's JSON says: ``{"signal", "not_run", "not_run_<what>"}`` (the
-    suites' own, run_signals.py, says ``not_run_tests``)."""
+    suites' own, run/signals.py, says ``not_run_tests``)."""
     return {"signal": signal_name(), "not_run": len(not_run or []),
             f"not_run_{what}": list(not_run or [])}
 

@@ -3,7 +3,7 @@
 Options (group "wirecheck"): ``--target HOST:PORT``, ``--protocol P``, ``--profile NAME|FILE``,
 ``--timeout S`` (per receive; ``--wirecheck-timeout`` when another plugin owns ``--timeout``),
 ``--strict`` (pytest's own flag: SHOULD violations fail too), ``--wirecheck-report FILE``,
-``--wirecheck-test-budget S`` (wall-clock seconds of I/O per test; conformance/target.py Budget).
+``--wirecheck-test-budget S`` (wall-clock seconds of I/O per test; conformance/target/connection.py Budget).
 
 Without ``--target`` the ``target`` fixture starts the protocol's reference broker on a free
 port in this process (per xdist worker). Verdicts: a failing test whose requirements are all
@@ -23,11 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.conformance import causes, plugin_lifecycle as lifecycle
-from wirecheck.conformance.report_text import FAILURE_VERDICTS, crash_line, failure_lines
-from wirecheck.conformance import verdicts
-from wirecheck.conformance.suite_paths import _protocol_of_suite, suite_protocol  # noqa: F401
-from wirecheck.conformance.target import DEFAULT_MAX_TIMEOUTS, DEFAULT_TIMEOUT, Budget, RunAllowance, Target
+from wirecheck.conformance.report import causes
+
+from wirecheck.conformance.run import lifecycle
+from wirecheck.conformance.report.text import FAILURE_VERDICTS, crash_line, failure_lines
+from wirecheck.conformance.report import verdicts
+from wirecheck.conformance.run.suite_paths import _protocol_of_suite, suite_protocol  # noqa: F401
+from wirecheck.conformance.target.connection import DEFAULT_MAX_TIMEOUTS, DEFAULT_TIMEOUT, Budget, RunAllowance, Target
 
 _TARGET_KEY = pytest.StashKey[Target]()
 _RUN_KEY = pytest.StashKey[object]()
@@ -36,7 +38,7 @@ _ATTACHED_KEY = pytest.StashKey[int]()
 _HTML_KEY = pytest.StashKey[str]()
 # The lifecycle hooks (preflight, the target process, crashes) live in their own module;
 # pytest finds hooks among this plugin module's names.
-from wirecheck.conformance.plugin_lifecycle import (  # noqa: E402,F401
+from wirecheck.conformance.run.lifecycle import (  # noqa: E402,F401
     pytest_cmdline_main, pytest_configure_node, pytest_runtest_protocol, pytest_runtest_setup, pytest_runtestloop,
     pytest_sessionfinish, pytest_unconfigure, target_process)
 #: The run's slack over ``cases x timeout``: a minute, less 5 s kept for start-up, the report
@@ -143,10 +145,10 @@ def pytest_configure(config) -> None:
         raise pytest.UsageError("--target with port 0 needs --target-command (the kit picks the port)")
     proto = config.getoption("wirecheck_protocol")
     if proto and not getattr(config, "workerinput", None):
-        from wirecheck.conformance.output_paths import check_outputs
+        from wirecheck.conformance.run.output_paths import check_outputs
         check_outputs(config)
     if proto:
-        from wirecheck.conformance import run_signals
+        from wirecheck.conformance.run import signals as run_signals
         run_signals.install(config, lambda: lifecycle.stop_at_once(config))
     if proto:
         from wirecheck.reference_impl.core import registry
@@ -489,7 +491,7 @@ class ResultCollector:
             "message": "", "transcript": "", "wire": [], "expected": None, "actual": None,
             "duration": 0.0})
         entry["duration"] += report.duration
-        if "target_rss_kb" in props:          # target_health.py: the target after this test
+        if "target_rss_kb" in props:          # target/health.py: the target after this test
             entry["target"] = {k[len("target_"):]: v for k, v in props.items() if k.startswith("target_")}
         if verdicts.rank(props["verdict"]) > verdicts.rank(entry["verdict"]):
             sections = dict(report.sections)
@@ -512,7 +514,7 @@ class ResultCollector:
         """Per protocol: verdict counts, coverage, and the requirements by their verdict (the
         worst of the tests naming them, as the reports read it: results.requirement_verdict)."""
         from wirecheck.conformance.requirements import catalogue, catalogue_data
-        from wirecheck.conformance.results import requirement_verdict
+        from wirecheck.conformance.report.results import requirement_verdict
         from wirecheck.reference_impl.core import registry
         per: dict[str, dict] = defaultdict(lambda: defaultdict(int))
         by_id: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
@@ -561,7 +563,7 @@ class ResultCollector:
     TOP_GROWERS = 5
 
     def _health(self, proto: str) -> dict:
-        """target_health.py, for the run: spinning threads, and the tests after which the
+        """target/health.py, for the run: spinning threads, and the tests after which the
         target's memory and open descriptors grew most."""
         tests = [r for r in self.results.values() if r["protocol"] == proto and r.get("target")]
 
@@ -579,16 +581,16 @@ class ResultCollector:
 
     #: Tests re-run to find who grew the target's memory or descriptors, at most (the largest).
     MAX_HEALTH_RERUNS = 8
-    #: Tests that ran while a spin went on, measured in groups (health.py), at most (the first).
+    #: Tests that ran while a spin went on, measured in groups (run/health_reruns.py), at most (the first).
     MAX_SPIN_DURING = 128
 
     def _blame_health(self) -> None:
         """With --target-command: the tests a spin began with, and those during which the
         target's memory or descriptors grew past a round's threshold, are each measured on a
-        target of their own (health.py); one that spins or grows it there is NON-STRICT, with
+        target of their own (run/health_reruns.py); one that spins or grows it there is NON-STRICT, with
         what was measured. Otherwise a spin with one suspect test is charged to it; with several
         (tests overlapping under xdist) the summary names them all and no verdict changes."""
-        from wirecheck.conformance.health import SUSPECT_FDS, SUSPECT_KB, describe
+        from wirecheck.conformance.run.health_reruns import SUSPECT_FDS, SUSPECT_KB, describe
         spins = lifecycle.spins(self.config)
         grown = sorted((r for r in self.results.values() if r.get("target") and (
             r["target"].get("rss_growth_kb", 0) >= SUSPECT_KB or r["target"].get("fd_growth", 0) >= SUSPECT_FDS)),
@@ -673,7 +675,7 @@ class ResultCollector:
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         if hasattr(self.config, "workerinput"):
             return
-        from wirecheck.conformance import run_signals
+        from wirecheck.conformance.run import signals as run_signals
         stopped_by = run_signals.received(self.config)
         if stopped_by is None:                 # stopped: no re-runs of suspects on fresh targets
             run_signals.ending(self.config, False)      # re-runs may be long: a signal cuts them short
@@ -717,7 +719,7 @@ class ResultCollector:
         from wirecheck.conformance.atomic_file import write_json
         write_json(path, doc)
         if html:
-            from wirecheck.conformance.report_index import write
-            from wirecheck.conformance.results import load_run
+            from wirecheck.conformance.report.index import write
+            from wirecheck.conformance.report.results import load_run
             write([load_run(path)], html)
             self.config.stash[_HTML_KEY] = os.path.abspath(html)

@@ -1,5 +1,5 @@
 """atheris target: the kit's capture reading, pcap and pcapng, plain and gzip-compressed
-(conformance/pcapfile.py), and TCP reassembly (conformance/tcpflows.py), over
+(conformance/captures/pcapfile.py), and TCP reassembly (conformance/captures/tcpflows.py), over
 fuzz/harness_capture.py.
 
 Checks: only CaptureFormatError escapes the reader; a capture reads alike from a file object,

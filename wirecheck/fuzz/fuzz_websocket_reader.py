@@ -1,4 +1,4 @@
-"""atheris target: the suite's WebSocket frame reader (conformance/websocket.py ``FrameReader``),
+"""atheris target: the suite's WebSocket frame reader (conformance/target/websocket.py ``FrameReader``),
 which reads whatever a SignalR target sends after its ``101``, over fuzz/harness_transport.py.
 
 Checks: only WebSocketError escapes; whole and chunked reads give the same frames and error;

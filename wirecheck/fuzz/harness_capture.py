@@ -1,5 +1,5 @@
 """Shared body of the atheris target over the kit's capture reading: the pcap/pcapng reader
-(conformance/pcapfile.py, plain and gzip-compressed) and TCP reassembly (conformance/tcpflows.py),
+(conformance/captures/pcapfile.py, plain and gzip-compressed) and TCP reassembly (conformance/captures/tcpflows.py),
 which ``wirecheck decode --pcap``, replay, the Spark job and the network fuzzer's seeds run on
 capture files from anywhere.
 
@@ -19,8 +19,8 @@ import os
 import shutil
 import tempfile
 
-from wirecheck.conformance.pcapfile import CaptureFormatError, PcapReader, Segment
-from wirecheck.conformance.tcpflows import MAX_PENDING_BYTES, TcpReassembler
+from wirecheck.conformance.captures.pcapfile import CaptureFormatError, PcapReader, Segment
+from wirecheck.conformance.captures.tcpflows import MAX_PENDING_BYTES, TcpReassembler
 
 _FLAGS = set("FSRPAUECN")
 _ENDINGS = {"fin", "rst", "reused", "end"}
@@ -58,7 +58,7 @@ def _check_segment(seg: Segment) -> None:
 
 
 class CheckingSink:
-    """A reassembly sink asserting the contract of conformance/tcpflows.py's docstring."""
+    """A reassembly sink asserting the contract of conformance/captures/tcpflows.py's docstring."""
 
     def __init__(self) -> None:
         self.opened_conns: set[int] = set()

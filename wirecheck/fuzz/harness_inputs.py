@@ -1,9 +1,9 @@
 """Shared bodies of the atheris targets over what the kit reads from its users besides captures
 (harness_capture.py): a profile file (``--profile FILE.toml``: conformance/profiles.py), a
 file given to ``wirecheck report`` (a result file, a fuzz campaign summary or a capture
-analysis summary: conformance/results.py, then the HTML report and index.json made of it), a
+analysis summary: conformance/report/results.py, then the HTML report and index.json made of it), a
 network fuzzer's finding (its ``.json`` beside the ``.bin``, read by ``wirecheck replay``:
-conformance/replay.py) and a client driver's output (conformance/client_driver.py).
+conformance/captures/replay.py) and a client driver's output (conformance/clients/driver.py).
 
 Each reader has one documented way to refuse an input (ProfileError, ReportError) or none (a
 finding's metadata that does not read is ignored, a driver's line that is not one of the
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 # imported here, not where used: the target's module imports this one inside atheris's
 # instrumentation, and only what is imported then is instrumented
-from wirecheck.conformance import replay
-from wirecheck.conformance.client_driver import CRASH, ERROR, HANG, SUCCESS, DriverRun
+from wirecheck.conformance.captures import replay
+from wirecheck.conformance.clients.driver import CRASH, ERROR, HANG, SUCCESS, DriverRun
 from wirecheck.conformance.profiles import ProfileError, load_profile
-from wirecheck.conformance.report_html import render
-from wirecheck.conformance.report_index import index, load_for_report
-from wirecheck.conformance.results import ReportError
+from wirecheck.conformance.report.html import render
+from wirecheck.conformance.report.index import index, load_for_report
+from wirecheck.conformance.report.results import ReportError
 from wirecheck.fuzz.harness_capture import scratch_path
 from wirecheck.reference_impl.core import registry
 

@@ -1,6 +1,6 @@
 """Shared bodies of the atheris targets over SignalR's transports (STYLE.md point 8): the capture
 decoder of HTTP + WebSocket (reference_impl/signalr/http_transport.py) and the suite's own
-WebSocket frame reader (conformance/websocket.py).
+WebSocket frame reader (conformance/target/websocket.py).
 
 A seed is one direction of one TCP connection as captured (fuzz/corpora/signalr-http/): a
 client's negotiate request or ``GET ... Upgrade: websocket`` then masked frames, or a server's
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from wirecheck.conformance import websocket
+from wirecheck.conformance.target import websocket
 from wirecheck.fuzz.harness import read_sizes
 from wirecheck.reference_impl.core.errors import FrameError
 from wirecheck.reference_impl.signalr import http_transport

@@ -6,7 +6,7 @@ Each case is a recorded client session (fuzz/live_seeds.py) with one structure-a
 
 1. the case's answers are read until the target closes or stays quiet (``quiet`` seconds, a
    bounded total): every byte must decode with the reference codec, or it is a **violation**;
-2. a liveness probe on another fresh connection (conformance/liveness.py) must be answered
+2. a liveness probe on another fresh connection (conformance/target/liveness.py) must be answered
    within ``timeout`` (a second probe follows a first without answer): refused, or the
    process the kit started exited, is a **crash**; no answer is a **hang**; an undecodable
    answer, or the probe's connection closed without one, is a **violation**;
@@ -18,7 +18,7 @@ recorded connections (fuzz/live_replay.py): the connection that failed, or the o
 when the event needs them (a late death, state left by an earlier connection), replayed until
 the event comes back or clearly does not; ``reproduced`` says how many of ``replays`` fresh
 replays gave it back. A violation whose replay kills the target is a crash. Findings are
-grouped by the target's own evidence (conformance/target_evidence.py: exit status, the first error line
+grouped by the target's own evidence (conformance/target/evidence.py: exit status, the first error line
 of its output, a traceback's exception and top frame; a spinning thread's name), one finding
 per root cause with its variants listed (fuzz/live_findings.py). With ``--target`` nothing is
 replayed, and each finding says so.
@@ -35,10 +35,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wirecheck.conformance import liveness
-from wirecheck.conformance.target_process import ManagedTarget  # noqa: F401  (the fuzzer's target)
+from wirecheck.conformance.target import liveness
+from wirecheck.conformance.target.process import ManagedTarget  # noqa: F401  (the fuzzer's target)
 from wirecheck.fuzz import live_findings
-from wirecheck.conformance.target_evidence import crash_key, log_offset, output_since, signature  # noqa: F401
+from wirecheck.conformance.target.evidence import crash_key, log_offset, output_since, signature  # noqa: F401
 from wirecheck.fuzz.live_findings import ATTRIBUTION_TRIES, Finding
 from wirecheck.fuzz.live_health import HealthWatch
 from wirecheck.fuzz.live_io import read_answers, send_pieces

@@ -1,5 +1,5 @@
 """The health of a target the kit started, watched during a network campaign (fuzz/live.py):
-what the answers cannot show, measured as the suites measure it (conformance/target_health.py).
+what the answers cannot show, measured as the suites measure it (conformance/target/health.py).
 
 - **spin**: every :data:`EVERY` seconds the target's threads' CPU time is read
   (``thread_times``); a thread above ``SUSPECT`` of a core over a rolling ``STREAK`` is a
@@ -21,8 +21,8 @@ import os
 import time
 from dataclasses import dataclass
 
-from wirecheck.conformance import target_health as health
-from wirecheck.conformance.target_evidence import thread_key
+from wirecheck.conformance.target import health
+from wirecheck.conformance.target.evidence import thread_key
 
 #: Seconds between two readings of the target's threads and resources.
 EVERY = 0.25

@@ -6,8 +6,8 @@ connections one after the other in the order and the writes they were recorded w
 until the target closes or stays quiet (as ``wirecheck replay`` sends a finding), waits
 ``settle`` seconds (a server whose parser fails off the connection's path dies a moment later),
 and then looks: the process exited (a **crash**, keyed by its own evidence:
-conformance/target_evidence.py), a new connection refused (a crash) or unanswered twice (a **hang**), a
-thread busy while nothing is sent (a **spin**: conformance/target_health.py's measure, ``SPIN``
+conformance/target/evidence.py), a new connection refused (a crash) or unanswered twice (a **hang**), a
+thread busy while nothing is sent (a **spin**: conformance/target/health.py's measure, ``SPIN``
 of a core over ``IDLE`` seconds), memory or descriptors that rose in each of
 :data:`GROWTH_ROUNDS` rounds of the same connections (**growth**), or undecodable answers (a
 **violation**).
@@ -24,9 +24,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from wirecheck.conformance import liveness
-from wirecheck.conformance import target_health as health
-from wirecheck.conformance.target_evidence import crash_key, log_offset, output_since, thread_key
+from wirecheck.conformance.target import liveness
+from wirecheck.conformance.target import health
+from wirecheck.conformance.target.evidence import crash_key, log_offset, output_since, thread_key
 
 CRASH, HANG, VIOLATION, SPIN, GROWTH = "crash", "hang", "violation", "spin", "growth"
 #: Fresh-target replays of a finding's connections: ``reproduced`` says how many gave it back.
@@ -148,10 +148,10 @@ class Trials:
                 return Event(GROWTH, "growth: descriptors", f"open descriptors rose by {[d for _, d in rises]} "
                              f"in {rounds} rounds of the same connections")
         if violation:
-            from wirecheck.conformance.target_evidence import signature
+            from wirecheck.conformance.target.evidence import signature
             return Event(VIOLATION, signature(VIOLATION, f"undecodable answer: {violation}"), violation)
         if probe.status in (liveness.GARBAGE, liveness.CLOSED):
-            from wirecheck.conformance.target_evidence import signature
+            from wirecheck.conformance.target.evidence import signature
             return Event(VIOLATION, signature(VIOLATION, probe.detail), probe.detail)
         return None
 

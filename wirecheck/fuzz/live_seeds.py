@@ -17,9 +17,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from wirecheck.conformance.pcapfile import CaptureFormatError, PcapReader
-from wirecheck.conformance.pcapdecode import capture_ports
-from wirecheck.conformance.tcpflows import TcpReassembler
+from wirecheck.conformance.captures.pcapfile import CaptureFormatError, PcapReader
+from wirecheck.conformance.captures.decode import capture_ports
+from wirecheck.conformance.captures.tcpflows import TcpReassembler
 from wirecheck.reference_impl.core.errors import FrameError
 
 FUZZ = Path(__file__).resolve().parent
@@ -157,7 +157,7 @@ def load_seeds(spec, profile: str | None = None, extra: list[str] = (),
         if p.is_dir():
             found += corpus_seeds(spec, p, profile)
         elif p.is_file():
-            from wirecheck.conformance.pcapfile import is_capture
+            from wirecheck.conformance.captures.pcapfile import is_capture
             if is_capture(str(p)):
                 found += capture_seeds(spec, p, profile, damage)
                 continue

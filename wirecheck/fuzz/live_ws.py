@@ -4,7 +4,7 @@ speak nothing else). A case and a liveness probe each start as a client does: ``
 (signalr-hub-protocol.md, "Transport"; SPEC_NOTES.md). The case's bytes go as WebSocket
 messages, one per write of the case (text, or binary for a MessagePack session), so a record
 split across messages is one of the framings tried; the answers are the payloads of the data
-messages, decoded with the reference codec as over raw TCP. Statuses as conformance/liveness.py.
+messages, decoded with the reference codec as over raw TCP. Statuses as conformance/target/liveness.py.
 """
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import select
 import socket
 import time
 
-from wirecheck.conformance import liveness, websocket
+from wirecheck.conformance.target import liveness
+
+from wirecheck.conformance.target import websocket
 from wirecheck.fuzz.live_io import read_answers, send_pieces
 from wirecheck.reference_impl.core.errors import FrameError
 
@@ -86,7 +88,7 @@ def send_and_read(spec, url: str, data: bytes, writes: list[int], profile: str |
 
 
 def probe(spec, url: str, profile: str | None = None, timeout: float = 2.0) -> liveness.ProbeResult:
-    """conformance/liveness.py's probe over negotiate + WebSocket: the protocol's liveness probe
+    """conformance/target/liveness.py's probe over negotiate + WebSocket: the protocol's liveness probe
     (the SignalR handshake and an Invocation) must get a frame back."""
     deadline = time.monotonic() + timeout
     try:

@@ -4,7 +4,7 @@
 Each seed is a small capture file. The first ones are the start of every capture of the
 corpus (captures/*/*.pcap.gz and the real RabbitMQ ones: the records that fit in
 :data:`MAX_SEED` bytes, as recorded). The others are one short conversation written by
-conformance/pcapfile.py's writer, then re-spelt in every layout the reader documents: pcap in
+conformance/captures/pcapfile.py's writer, then re-spelt in every layout the reader documents: pcap in
 either byte order with micro- or nanosecond stamps, gzip, pcapng (either byte order, ``if_tsresol``,
 simple packet blocks, two sections, blocks it skips), and each link type (raw IP, BSD loopback
 NULL and LOOP, Linux cooked v1 and v2, 802.1Q), IPv6 with an extension header, and the TCP
@@ -17,7 +17,7 @@ import io
 import struct
 from pathlib import Path
 
-from wirecheck.conformance.pcapfile import PcapWriter, TcpConversation, tcp_packet
+from wirecheck.conformance.captures.pcapfile import PcapWriter, TcpConversation, tcp_packet
 from wirecheck.fuzz.corpus_files import CORPORA, write_corpus
 from wirecheck.fuzz.harness_capture import read_capture
 

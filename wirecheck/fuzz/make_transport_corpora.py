@@ -2,7 +2,7 @@
 WebSocket frame reader): ``python -m wirecheck.fuzz.make_transport_corpora`` (deterministic).
 
 A seed is one direction of one TCP connection. Most come from the capture corpus
-(captures/signalr/*.pcap.gz, put back in order by conformance/tcpflows.py): every direction of
+(captures/signalr/*.pcap.gz, put back in order by conformance/captures/tcpflows.py): every direction of
 the real clients' captures (@microsoft/signalr, pysignalr, signalrcore; negotiate, then the
 WebSocket), the reference client's, and the suite's whose shapes differ (cut at the last whole
 frame before :data:`MAX_SEED`). The rest are written here for what no capture shows: chunked
@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from wirecheck.conformance.pcapfile import PcapReader
-from wirecheck.conformance.tcpflows import TcpReassembler
+from wirecheck.conformance.captures.pcapfile import PcapReader
+from wirecheck.conformance.captures.tcpflows import TcpReassembler
 from wirecheck.fuzz.corpus_files import CORPORA, write_corpus
 from wirecheck.fuzz.harness_transport import capture_events
 from wirecheck.reference_impl.signalr import codec

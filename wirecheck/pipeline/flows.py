@@ -2,9 +2,9 @@
 in plain Python (no Spark here, so the same code runs in a Spark task, in the plain
 ``analyze_file`` and in tests).
 
-:class:`FlowAnalyzer` is a reassembly sink (conformance/tcpflows.py). Each connection gets
+:class:`FlowAnalyzer` is a reassembly sink (conformance/captures/tcpflows.py). Each connection gets
 the protocol its server port names, a capture decoder per direction (as ``wirecheck decode
---pcap`` has: conformance/pcapdecode.py) and the protocol's observer
+--pcap`` has: conformance/captures/decode.py) and the protocol's observer
 (reference_impl/core/observer.py), fed both directions in the order the bytes were seen.
 It yields rows of three tables (pipeline/schema.py): a ``frames`` row per decoded frame, a
 ``violations`` row per rule broken, a ``flows`` row per connection once both directions end.
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator, Optional
 
-from wirecheck.conformance.pcapdecode import GAP, feed_items, feed_sized
-from wirecheck.conformance.tcpflows import Connection, Stream, TcpReassembler, endpoint
+from wirecheck.conformance.captures.decode import GAP, feed_items, feed_sized
+from wirecheck.conformance.captures.tcpflows import Connection, Stream, TcpReassembler, endpoint
 from wirecheck.reference_impl.core.errors import Category, FrameError
 
 #: Longest text kept of a frame field in ``frames.fields`` (the frames table holds key

@@ -7,7 +7,7 @@ import os
 from functools import lru_cache
 from typing import Iterable, Optional
 
-from wirecheck.conformance.pcapfile import is_capture
+from wirecheck.conformance.captures.pcapfile import is_capture
 
 #: File names taken from a directory: pcap and pcapng, gzip-compressed or not. Other files
 #: (manifests, notes) are skipped; a file named on the command line is read whatever its name.

@@ -15,7 +15,7 @@ import sys
 from collections import defaultdict
 from typing import Iterable, Optional
 
-from wirecheck.conformance.pcapfile import PcapReader
+from wirecheck.conformance.captures.pcapfile import PcapReader
 from wirecheck.pipeline.flows import iter_rows, specs_by_port
 from wirecheck.pipeline.inputs import capture_files, level, protocols
 from wirecheck.pipeline.schema import ROW_TABLES

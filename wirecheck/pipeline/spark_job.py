@@ -3,7 +3,7 @@
 The job, in three steps (the unit of parallelism is the TCP conversation, not the file):
 
 1. **Read** (one task per capture file): the file is streamed segment by segment
-   (conformance/pcapfile.py; never loaded whole) and every TCP segment on a protocol port is
+   (conformance/captures/pcapfile.py; never loaded whole) and every TCP segment on a protocol port is
    keyed by its file, its address pair and its place in the file.
 2. **Shuffle** by (file, address pair), each partition sorted by that key and the place in
    the file (``repartitionAndSortWithinPartitions``: Spark's external sort, which spills to
@@ -67,7 +67,7 @@ def read_file(file: str, ports: frozenset, damaged: list | None = None) -> Itera
     A file broken past its header gives what precedes the break, one that is no capture
     nothing; either appends ``{"file", "error", "whole"}`` to ``damaged`` (whole: nothing of
     it could be read)."""
-    from wirecheck.conformance.pcapfile import CaptureFormatError, PcapReader
+    from wirecheck.conformance.captures.pcapfile import CaptureFormatError, PcapReader
     held: dict[str, tuple[int, list]] = {}
     held_bytes = 0
     try:
@@ -107,7 +107,7 @@ def read_file(file: str, ports: frozenset, damaged: list | None = None) -> Itera
 def analyze_partition(items: Iterable[tuple], protocol: Optional[str], extra_ports: tuple,
                       profile: Optional[str]) -> Iterator[tuple]:
     """Step 3: ``(table, row)`` for the conversations of one sorted partition."""
-    from wirecheck.conformance.pcapfile import Segment
+    from wirecheck.conformance.captures.pcapfile import Segment
     by_port = specs_by_port(protocols(protocol), extra_ports)
     for (file, _pair), group in itertools.groupby(items, key=lambda kv: kv[0][:2]):
         segments = (Segment(*fields) for _key, batch in group for fields in batch)

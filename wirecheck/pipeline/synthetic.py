@@ -15,8 +15,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional
 
-from wirecheck.conformance.pcapfile import PcapReader, PcapWriter, TcpConversation
-from wirecheck.conformance.tcpflows import TcpReassembler
+from wirecheck.conformance.captures.pcapfile import PcapReader, PcapWriter, TcpConversation
+from wirecheck.conformance.captures.tcpflows import TcpReassembler
 
 DEFAULT_SOURCES = ("captures",)
 #: Conversations larger than this are left out: a few suite connections carry one 16 MiB

@@ -1,4 +1,4 @@
-"""Ready drivers for ``wirecheck check-client`` (conformance/client_suite.py): each protocol's
+"""Ready drivers for ``wirecheck check-client`` (conformance/clients/suite.py): each protocol's
 standard workload with the kit's reference client, as an implementer's driver does it with
 theirs (docs/start/clients.md, "The client suite"). ``python -m
 wirecheck.conformance.drivers.<module> HOST PORT COUNT``.

@@ -288,7 +288,7 @@ REQUIREMENTS = (
                  "earlier with 401): a reading, graded SHOULD, not the permission's MAY",
       binds="client"),
     # What happens to a client library under the kit's scenarios (wirecheck check-client,
-    # conformance/client_suite.py): its driver's outcome, not its bytes.
+    # conformance/clients/suite.py): its driver's outcome, not its bytes.
     R("BLIP-CLIENT-007", "Client outcomes", "SHOULD",
       "a client completes its workload when the server's bytes come split, joined or late",
       source="reading", untestable=_CLIENT + "; check-client judges it",

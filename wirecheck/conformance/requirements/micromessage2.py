@@ -345,7 +345,7 @@ REQUIREMENTS = (
                  "connection after a client's ERROR is the kit's reading, graded SHOULD",
       binds="server"),
     # What happens to a client library under the kit's scenarios (wirecheck check-client,
-    # conformance/client_suite.py): its driver's outcome, not its bytes.
+    # conformance/clients/suite.py): its driver's outcome, not its bytes.
     R("MM2-CLIENT-001", "Client outcomes", "SHOULD",
       "a client completes its workload when the server's bytes come split, joined or late, and "
       "whatever frame form the server chooses (LARGE_PAYLOAD, CONTINUED pieces)",

@@ -710,7 +710,7 @@ REQUIREMENTS = (
       source="SPEC_NOTES", untestable=_CLIENT,
       quote=_NEWER_COMMANDS, binds="client"),
     # What happens to a client library under the kit's scenarios (wirecheck check-client,
-    # conformance/client_suite.py): its driver's outcome, not its bytes.
+    # conformance/clients/suite.py): its driver's outcome, not its bytes.
     R("RMQS-CLIENT-001", "Client outcomes", "SHOULD",
       "a client completes its workload when the server's bytes come split, joined or late, and "
       "with frames the server may send at any moment (Heartbeat) among its answers",

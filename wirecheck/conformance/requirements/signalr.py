@@ -486,7 +486,7 @@ REQUIREMENTS = (
             "(39 B) |",
       binds="server"),
     # What happens to a client library under the kit's scenarios (wirecheck check-client,
-    # conformance/client_suite.py): its driver's outcome, not its bytes.
+    # conformance/clients/suite.py): its driver's outcome, not its bytes.
     R("SIGR-CLIENT-001", "Client outcomes", "SHOULD",
       "a client completes its workload when the server's bytes come split, joined or late, and "
       "with Pings among its messages",

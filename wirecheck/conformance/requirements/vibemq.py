@@ -350,7 +350,7 @@ REQUIREMENTS = (
             "threshold (default **1 024 bytes**).",
       binds="client"),
     # What happens to a client library under the kit's scenarios (wirecheck check-client,
-    # conformance/client_suite.py): its driver's outcome, not its bytes.
+    # conformance/clients/suite.py): its driver's outcome, not its bytes.
     R("VIBE-CLIENT-002", "Client outcomes", "SHOULD",
       "a client completes its workload when the server's bytes come split, joined or late, "
       "compressed or not",

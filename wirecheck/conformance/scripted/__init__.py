@@ -2,7 +2,7 @@
 NAME``): frames a server may send, or answers it may give, that an ordinary session with the
 reference broker seldom or never shows, and that a client must cope with.
 
-The byte-level scenarios (conformance/client_scenarios.py) act below the frames. These act on
+The byte-level scenarios (conformance/clients/scenarios.py) act below the frames. These act on
 whole frames: a :class:`FrameShaper` cuts both directions of a relayed connection into frames
 with the protocol's :class:`Splitter`, passes them on, and, as its scenario says, adds frames
 (a heartbeat, a metadata update), rewrites one (a valid request answered with an error, a frame
@@ -126,7 +126,7 @@ class FrameShaper:
 
     name = ""
     summary = ""
-    #: what a client's workload should come to under the scenario (conformance/client_suite.py):
+    #: what a client's workload should come to under the scenario (conformance/clients/suite.py):
     #: "success", "error" (a request fails and the client must say so) or "either"
     client_outcome = "either"
 

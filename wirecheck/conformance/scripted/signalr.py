@@ -86,7 +86,7 @@ from dataclasses import replace
 from typing import Optional
 
 from wirecheck.conformance.scripted import MAX_HELD_FRAME, FrameShaper, Splitter
-from wirecheck.conformance.websocket import encode_server_frame, frame_header, unmask
+from wirecheck.conformance.target.websocket import encode_server_frame, frame_header, unmask
 from wirecheck.reference_impl.core import strict_json
 from wirecheck.reference_impl.core.errors import FrameError
 from wirecheck.reference_impl.signalr import codec, json_protocol, msgpack_protocol

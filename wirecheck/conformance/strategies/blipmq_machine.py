@@ -7,7 +7,7 @@ through a *driver*: ``exchange(frames: list[bytes]) -> list[frame]`` sends the b
 a barrier PING and returns every frame answered before the barrier's own answer (PONG once
 authenticated, ``NACK(401, "unauthenticated")`` before), so "no answer" is proven, never waited
 for. :class:`SessionDriver` runs the reference :class:`BlipSession` in memory;
-:class:`WireDriver` speaks to a target over a :class:`wirecheck.conformance.target.Connection`.
+:class:`WireDriver` speaks to a target over a :class:`wirecheck.conformance.target.connection.Connection`.
 
 Time is kept out: the in-memory driver passes a fixed ``now`` and the machine never waits, so
 there is no QoS1 redelivery to model. Over the wire time does pass, so there the machine acks
@@ -166,7 +166,7 @@ def _setup(steps: int, api_key: str) -> list:
 
 
 class WireDriver:
-    """A target over one :class:`wirecheck.conformance.target.Connection` (already connected, no HELLO).
+    """A target over one :class:`wirecheck.conformance.target.connection.Connection` (already connected, no HELLO).
     ``connect()`` opens another such connection, for probes."""
 
     def __init__(self, conn, *, api_key: str, topic_prefix: str, max_answers: int = 16,
@@ -193,7 +193,7 @@ class WireDriver:
         return f"{self.topic_prefix}.{name}"      # unique per connection: tests share a broker
 
     def exchange(self, frames: list[bytes]) -> list:
-        from wirecheck.conformance.target import TargetError
+        from wirecheck.conformance.target.connection import TargetError
         barrier = next(self._barriers)
         self.conn.send(*[_typed(f) for f in frames], Ping(barrier))
         answers = []

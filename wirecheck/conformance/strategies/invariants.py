@@ -115,7 +115,7 @@ def assert_extension_invariant(data: bytes, extra: bytes, spec="blipmq") -> Deco
 
 def _consumed(data: bytes, spec) -> int:
     """Bytes of ``data`` taken by whole frames (what is left is a partial frame); uses the
-    decoder's ``buffered`` count, as :class:`wirecheck.conformance.target.Connection` does."""
+    decoder's ``buffered`` count, as :class:`wirecheck.conformance.target.connection.Connection` does."""
     decoder = resolve(spec).make_decoder()
     decoder.feed(data)
     return len(data) - decoder.buffered

@@ -59,7 +59,7 @@ from typing import Optional
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from wirecheck.conformance.verdicts import Breach
+from wirecheck.conformance.report.verdicts import Breach
 from wirecheck.reference_impl.micromessage2 import codec
 from wirecheck.reference_impl.micromessage2.codec import Error, ExtensionFrame, Message
 

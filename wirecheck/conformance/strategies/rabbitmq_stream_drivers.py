@@ -1,7 +1,7 @@
 """Drivers that carry the RabbitMQ Stream state machine's requests to a server
 (:mod:`wirecheck.conformance.strategies.rabbitmq_stream_machine` explains the interface):
 :class:`SessionDriver` runs the reference session in memory, :class:`WireDriver` speaks to a
-target over a :class:`wirecheck.conformance.target.Connection`. Both end each exchange with a barrier
+target over a :class:`wirecheck.conformance.target.connection.Connection`. Both end each exchange with a barrier
 Metadata request whose answer must come next, so "no answer" is proven, never waited for.
 """
 from __future__ import annotations
@@ -166,7 +166,7 @@ class SessionDriver:
 
 
 class WireDriver:
-    """A target over one :class:`wirecheck.conformance.target.Connection` (connected, no handshake yet).
+    """A target over one :class:`wirecheck.conformance.target.connection.Connection` (connected, no handshake yet).
 
     Stream names get ``prefix`` (unique per connection: runs share a broker, and each run
     starts with no stream). ``created`` (a list, e.g. the suite helper's) holds the names this
@@ -194,7 +194,7 @@ class WireDriver:
         return f"{self.prefix}-{name}"
 
     def exchange(self, frames: list[bytes], barrier: bool, names=(), done=None) -> list:
-        from wirecheck.conformance.target import TargetError
+        from wirecheck.conformance.target.connection import TargetError
         if frames:
             self.conn.send(*[_typed(f) for f in frames])
         answers: list = []
@@ -221,7 +221,7 @@ class WireDriver:
         """As :meth:`SessionDriver.probe`, on a new connection, one frame per write (RabbitMQ
         3.10.8 drops a connection whose frames come pipelined before Open). A Close from the
         target is answered with a CloseResponse (it may wait for one, RMQS-FRAME-009)."""
-        from wirecheck.conformance.target import TargetError
+        from wirecheck.conformance.target.connection import TargetError
         conn = self.connect()
         try:
             for frame, count in setup_frames(phase, self.user, self.password, self.vhost):

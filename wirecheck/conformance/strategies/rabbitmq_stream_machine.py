@@ -14,7 +14,7 @@ follows, and the driver returns every frame answered before the barrier's answer
 ``barrier_answer``), so "no answer" (StoreOffset, Credit, Heartbeat) is proven, never waited
 for. :class:`~.rabbitmq_stream_drivers.SessionDriver` runs the reference :class:`StreamSession` in memory (every frame it
 sends must be one whole frame of a class the server sends: "nothing but documented frames comes
-out"); :class:`WireDriver` speaks to a target over a :class:`wirecheck.conformance.target.Connection`.
+out"); :class:`WireDriver` speaks to a target over a :class:`wirecheck.conformance.target.connection.Connection`.
 
 Every answer is checked as it arrives: a response must be the one its request expects (matched
 by correlation id; CreditResponse by subscription, MetadataUpdate by stream), each publishing
@@ -70,7 +70,7 @@ from wirecheck.reference_impl.rabbitmq_stream import codec
 from wirecheck.reference_impl.rabbitmq_stream.chunk import ChunkType, SubBatchEntry
 from wirecheck.reference_impl.rabbitmq_stream.codec import PublishedMessage
 from wirecheck.reference_impl.rabbitmq_stream.constants import Code, Compression, Key, OffsetType
-from wirecheck.conformance.verdicts import Breach
+from wirecheck.conformance.report.verdicts import Breach
 
 from .rabbitmq_stream_drivers import (BARRIER_BASE, HANDSHAKE, OPEN, OPENING, PROBE_STREAM, STREAM_NAMES, TUNING,
                                       SessionDriver)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
-from wirecheck.conformance.verdicts import Breach
+from wirecheck.conformance.report.verdicts import Breach
 from wirecheck.reference_impl.rabbitmq_stream import codec
 from wirecheck.reference_impl.rabbitmq_stream.constants import Code
 

@@ -29,7 +29,7 @@ from collections import Counter
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initialize, rule
 
-from wirecheck.conformance.verdicts import Breach
+from wirecheck.conformance.report.verdicts import Breach
 from wirecheck.reference_impl.signalr import codec
 from wirecheck.reference_impl.signalr.messages import (Ack, CancelInvocation, Close, Completion,
                                              HandshakeRequest, HandshakeResponse, Invocation, Ping,
@@ -176,7 +176,7 @@ class WireDriver:
         return self.conn.closed_by_peer
 
     def exchange(self, messages: list) -> list:
-        from wirecheck.conformance.target import TargetError
+        from wirecheck.conformance.target.connection import TargetError
         token = f"b{next(self._barriers)}-{self.sig.new_id()}"
         barrier = Invocation("Echo", [token], f"barrier-{token}")
         self.conn.send(*messages, barrier)

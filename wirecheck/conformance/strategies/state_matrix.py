@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from wirecheck.conformance.verdicts import Breach
+from wirecheck.conformance.report.verdicts import Breach
 
 UNKNOWN = "unknown type"
 MALFORMED = "malformed"
@@ -75,7 +75,7 @@ def probe_answers(recv, is_barrier, limit: int, on_answer=None) -> tuple[list, o
     ``is_barrier`` accepts -> (the frames before it, that frame), or until the target closes ->
     (the frames, None). More than ``limit`` answers without the barrier's is a TargetError;
     ``on_answer(frame)`` may reply to an answer (a Close wants its CloseResponse)."""
-    from wirecheck.conformance.target import TargetClosed, TargetError
+    from wirecheck.conformance.target.connection import TargetClosed, TargetError
     answers: list = []
     try:
         while True:

@@ -153,7 +153,7 @@ class WireDriver:
         self.sent[slot].extend([now] * len(messages))
 
     def exchange(self, slot: int, messages: list[Message]) -> list[Message]:
-        from wirecheck.conformance.target import TargetError
+        from wirecheck.conformance.target.connection import TargetError
         pid = self.vibe.new_id("barrier")
         self._send(slot, messages + [Message(T.PING, pid)])
         answers = []
@@ -166,7 +166,7 @@ class WireDriver:
                 raise TargetError(f"{len(answers)} answers to {len(messages)} messages and no barrier")
 
     def disconnect(self, slot: int, message: Message) -> list[Message]:
-        from wirecheck.conformance.target import TargetClosed, TargetError
+        from wirecheck.conformance.target.connection import TargetClosed, TargetError
         self._send(slot, [message])
         answers = []
         while True:

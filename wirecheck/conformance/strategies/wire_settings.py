@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.errors import Frozen, StopTest, UnsatisfiedAssumption
 from hypothesis.stateful import run_state_machine_as_test
 
-from wirecheck.conformance.target import raised_in, spent_in
+from wirecheck.conformance.target.connection import raised_in, spent_in
 
 PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink)
 

@@ -236,7 +236,7 @@ class BlipObserver(Observer):
     framing_requirements = {str(k): v for k, v in FRAMING.items()}
 
     #: What this observer judges on the client's frames, by frame type (conformance/
-    #: clientcheck.py, ``exercised_requirements``; the :data:`FRAMING` rules come from
+    #: clients/serve_check.py, ``exercised_requirements``; the :data:`FRAMING` rules come from
     #: ``framing_requirements``). Derived from the C2S checks of this module: the payload rule
     #: :meth:`malformed` reports for a frame of that type that does not decode
     #: (:data:`PAYLOAD_RULES`; its fallback BLIP-FRAME-001 for any frame), and every

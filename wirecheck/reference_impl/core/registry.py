@@ -58,7 +58,7 @@ class ProtocolSpec:
     embedded_timing: dict = field(default_factory=dict)
     #: ``"module:function"``: ``function(FrameError) -> str``, the rule a frame the server sent
     #: that does not decode breaks ("" none): a live suite charges that rule, at its level, not
-    #: the test's own (conformance/target.py Connection.breach_of). Empty: the suite's conftest
+    #: the test's own (conformance/target/connection.py Connection.breach_of). Empty: the suite's conftest
     #: decides (SignalR, Micromessage2: it depends on the connection's state).
     server_frame_rules: str = ""
 

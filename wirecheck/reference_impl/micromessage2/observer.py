@@ -121,7 +121,7 @@ class MM2Observer(Observer):
     framing_requirements = {str(k): v for k, v in FRAMING.items()}
 
     #: What this observer judges on the client's frames, by type (``codec.frame_to_dict``'s
-    #: "type"; conformance/clientcheck.py, ``exercised_requirements``; the :data:`FRAMING`
+    #: "type"; conformance/clients/serve_check.py, ``exercised_requirements``; the :data:`FRAMING`
     #: rules come from ``framing_requirements``). Derived from the C2S checks of this module:
     #: the rules :meth:`_framing_requirement` gives a frame of that type that does not decode
     #: (a handshake: :data:`HANDSHAKE_FRAMING_BY_PART`, :data:`HANDSHAKE_FRAMING`; the ERROR

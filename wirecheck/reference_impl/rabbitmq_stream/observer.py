@@ -227,7 +227,7 @@ _AFTER_OPEN_COMMANDS = (
 
 class StreamObserver(Observer):
     #: What this observer judges on the client's frames, by type (the frame class's name, as
-    #: ``codec.frame_to_dict`` gives it; conformance/clientcheck.py, ``exercised_requirements``).
+    #: ``codec.frame_to_dict`` gives it; conformance/clients/serve_check.py, ``exercised_requirements``).
     #: Derived from the C2S checks of this module: what :meth:`malformed` reports for a client
     #: frame that does not decode (:data:`FRAMING`, RMQS-FRAME-010 for a version, RMQS-FRAME-007
     #: above the agreed frame_max, :data:`FRAMING_DEFAULT`; this observer has no

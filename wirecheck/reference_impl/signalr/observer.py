@@ -107,7 +107,7 @@ _CLIENT_HUB_FRAMING = ("SIGR-ERR-001", "SIGR-ERR-006", "SIGR-ERR-011", "SIGR-FRA
 
 class SignalRObserver(Observer):
     #: What this observer judges on the client's frames, by type (the message or transport
-    #: class's name, as ``http_transport.frame_to_dict`` gives it; conformance/clientcheck.py,
+    #: class's name, as ``http_transport.frame_to_dict`` gives it; conformance/clients/serve_check.py,
     #: ``exercised_requirements``). Derived from the C2S checks of this module and of the
     #: invocation rules it runs (rules.py, through :data:`BOOK_RULES` ``[C2S]``): the
     #: handshake's decode rule (SIGR-HS-001, :meth:`_framing_requirement`), the hub decode

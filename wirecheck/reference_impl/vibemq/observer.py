@@ -163,7 +163,7 @@ class VibeObserver(Observer):
     ``vibemq-1.8``, ``vibemq-1.0``)."""
 
     #: What this observer judges on the client's messages, by type name (``type_name``, as the
-    #: pipeline's frames rows; conformance/clientcheck.py, ``exercised_requirements``). Derived
+    #: pipeline's frames rows; conformance/clients/serve_check.py, ``exercised_requirements``). Derived
     #: from the C2S checks of this module: on every message, the version byte (VIBE-MSG-003,
     #: :meth:`frame`), compression without an agreement or with another algorithm
     #: (VIBE-CLIENT-001, :meth:`_compression`) and what :meth:`malformed` reports for a message

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from wirecheck.conformance.target import TargetError, pace
+from wirecheck.conformance.target.connection import TargetError, pace
 from wirecheck.reference_impl.blipmq import codec
 from wirecheck.reference_impl.blipmq.codec import Ack, Auth, Hello, Nack, Ping, Poll, Pong, Publish, Subscribe
 

@@ -25,7 +25,7 @@ import uuid
 
 import pytest
 
-from wirecheck.conformance.target import TargetError
+from wirecheck.conformance.target.connection import TargetError
 from wirecheck.reference_impl.blipmq import codec
 from wirecheck.reference_impl.blipmq.codec import MAX_FRAME_SIZE, Ack, Auth, Publish
 

@@ -20,8 +20,8 @@ import time
 
 import pytest
 
-from wirecheck.conformance import verdicts
-from wirecheck.conformance.target import TargetError, pace
+from wirecheck.conformance.report import verdicts
+from wirecheck.conformance.target.connection import TargetError, pace
 from wirecheck.reference_impl.blipmq.codec import Ack, Nack, Ping, Poll, Pong, Publish
 
 #: Seconds a restarted target has to deliver what it recovered (a floor; 10 receive timeouts

@@ -22,8 +22,8 @@ import uuid
 
 import pytest
 
-from wirecheck.conformance import verdicts
-from wirecheck.conformance.target import Connection, TargetClosed, TargetError
+from wirecheck.conformance.report import verdicts
+from wirecheck.conformance.target.connection import Connection, TargetClosed, TargetError
 from wirecheck.reference_impl.micromessage2 import codec
 from wirecheck.reference_impl.micromessage2.codec import Command, Error, ExtensionFrame, Handshake, Message
 from wirecheck.reference_impl.micromessage2.observer import frame_requirement

@@ -29,7 +29,7 @@ Fields, what the suite already covered (before this module) and what is added he
 """
 import pytest
 
-from wirecheck.conformance.target import TargetError
+from wirecheck.conformance.target.connection import TargetError
 from wirecheck.reference_impl.micromessage2 import codec
 from wirecheck.reference_impl.micromessage2.codec import Command, Error, ExtensionFrame, Handshake, Message
 from wirecheck.reference_impl.micromessage2.constants import CONTINUATION_SIZE

@@ -2,7 +2,7 @@
 the final handshake and extension ids."""
 import pytest
 
-from wirecheck.conformance.target import TargetError
+from wirecheck.conformance.target.connection import TargetError
 from wirecheck.reference_impl.micromessage2 import codec
 from wirecheck.reference_impl.micromessage2.codec import Error, Handshake, Message
 
@@ -218,7 +218,7 @@ def test_error_frame_layout(mm2):
 def test_what_the_server_suggests_to_a_bare_offer(mm2):
     """INFORMATIONAL: the server's identity, version and the extensions it suggests to a client
     that offers none (the document leaves all three to the implementation)."""
-    from wirecheck.conformance.verdicts import informational
+    from wirecheck.conformance.report.verdicts import informational
     conn = mm2.open()
     conn.send(mm2.offer())
     reply = mm2.reply(conn)

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from wirecheck.conformance.target import (Budget, BudgetSpent, Connection, TargetClosed, TargetError, TargetTimeout,
+from wirecheck.conformance.target.connection import (Budget, BudgetSpent, Connection, TargetClosed, TargetError, TargetTimeout,
                                Transcript)
 from wirecheck.reference_impl.rabbitmq_stream import codec
 from wirecheck.reference_impl.rabbitmq_stream.chunk import SubBatchEntry

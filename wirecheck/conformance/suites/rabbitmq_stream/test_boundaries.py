@@ -29,7 +29,7 @@ Fields, what the suite already covered (before this module) and what is added he
 """
 import pytest
 
-from wirecheck.conformance.target import TargetClosed, TargetError
+from wirecheck.conformance.target.connection import TargetClosed, TargetError
 from wirecheck.reference_impl.rabbitmq_stream.codec import (Close, CloseResponse, Create, CreateResponse,
                                                   DeclarePublisher, DeclarePublisherResponse, Metadata,
                                                   MetadataResponse, Publish, PublishConfirm,

@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 
-from wirecheck.conformance.target import pace
+from wirecheck.conformance.target.connection import pace
 from wirecheck.reference_impl.rabbitmq_stream.codec import (Credit, CreditResponse, PublishedMessage, Subscribe,
                                                   SubscribeResponse, Unsubscribe, UnsubscribeResponse)
 from wirecheck.reference_impl.rabbitmq_stream.constants import Code, Key, OffsetType

@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from wirecheck.conformance import verdicts
-from wirecheck.conformance.target import TargetClosed, TargetError, TargetTimeout, pace
+from wirecheck.conformance.report import verdicts
+from wirecheck.conformance.target.connection import TargetClosed, TargetError, TargetTimeout, pace
 from wirecheck.reference_impl.rabbitmq_stream.codec import (Deliver, Heartbeat, Publish, PublishConfirm, PublishedMessage,
                                                   QueryOffset, QueryOffsetResponse, QueryPublisherSequence,
                                                   QueryPublisherSequenceResponse, StoreOffset, Subscribe,

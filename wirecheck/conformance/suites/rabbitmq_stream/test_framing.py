@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from wirecheck.conformance import verdicts
+from wirecheck.conformance.report import verdicts
 from wirecheck.reference_impl.rabbitmq_stream import codec
 from wirecheck.reference_impl.rabbitmq_stream.codec import (Create, CreateResponse, Credit, Heartbeat, Metadata,
                                                   MetadataResponse, Open, OpenResponse, PeerProperties,

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from wirecheck.conformance.target import TargetClosed, TargetError, pace
+from wirecheck.conformance.target.connection import TargetClosed, TargetError, pace
 from wirecheck.reference_impl.rabbitmq_stream.codec import (Close, CloseResponse, Create, Credit, DeclarePublisher,
                                                   Heartbeat, Metadata, MetadataResponse, Open,
                                                   OpenResponse, PeerProperties, PeerPropertiesResponse,

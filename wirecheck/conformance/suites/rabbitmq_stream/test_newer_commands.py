@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from wirecheck.conformance import verdicts
+from wirecheck.conformance.report import verdicts
 from wirecheck.reference_impl.rabbitmq_stream.codec import (ConsumerUpdate, ConsumerUpdateResponse, CreateSuperStream,
                                                   CreateSuperStreamResponse, Deliver, DeleteSuperStream,
                                                   DeleteSuperStreamResponse, ExchangeCommandVersions,

@@ -3,7 +3,7 @@
 sends it with the request key: profile feature ``route_response_bit``)."""
 import pytest
 
-from wirecheck.conformance import verdicts
+from wirecheck.conformance.report import verdicts
 from wirecheck.reference_impl.rabbitmq_stream.codec import (CreateSuperStream, CreateSuperStreamResponse, Partitions,
                                                   PartitionsResponse, Route, RouteResponse)
 from wirecheck.reference_impl.rabbitmq_stream.constants import Code

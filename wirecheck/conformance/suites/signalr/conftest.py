@@ -14,9 +14,9 @@ import uuid
 
 import pytest
 
-from wirecheck.conformance import websocket
-from wirecheck.conformance.target import Connection, TargetClosed, TargetError, TargetTimeout
-from wirecheck.conformance.verdicts import Breach
+from wirecheck.conformance.target import websocket
+from wirecheck.conformance.target.connection import Connection, TargetClosed, TargetError, TargetTimeout
+from wirecheck.conformance.report.verdicts import Breach
 from wirecheck.reference_impl.core.errors import FrameError
 from wirecheck.reference_impl.signalr import codec
 from wirecheck.reference_impl.signalr.messages import (Close, Completion, HandshakeRequest, HandshakeResponse,

@@ -30,8 +30,8 @@ server is expected to read) may be refused by ending the connection (SIGR-FRAME-
 """
 import pytest
 
-from wirecheck.conformance.target import TargetClosed, TargetError
-from wirecheck.conformance.verdicts import unimplemented
+from wirecheck.conformance.target.connection import TargetClosed, TargetError
+from wirecheck.conformance.report.verdicts import unimplemented
 from wirecheck.reference_impl.signalr.messages import Close, Completion, Invocation
 
 from .conftest import only

@@ -4,8 +4,8 @@ servers send a Close with the error first), or, where a server can tie it to one
 call fails; never a success."""
 import pytest
 
-from wirecheck.conformance.target import TargetClosed
-from wirecheck.conformance.verdicts import unimplemented
+from wirecheck.conformance.target.connection import TargetClosed
+from wirecheck.conformance.report.verdicts import unimplemented
 from wirecheck.reference_impl.signalr.messages import Close, Completion, Invocation, StreamItem
 
 from .conftest import only, raw_json, raw_msgpack

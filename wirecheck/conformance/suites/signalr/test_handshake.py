@@ -1,8 +1,8 @@
 """The negotiation (handshake) message ("Overview"; SPEC_NOTES for v1's response)."""
 import pytest
 
-from wirecheck.conformance.target import TargetClosed
-from wirecheck.conformance.verdicts import Breach, unimplemented
+from wirecheck.conformance.target.connection import TargetClosed
+from wirecheck.conformance.report.verdicts import Breach, unimplemented
 from wirecheck.reference_impl.signalr.messages import Completion, HandshakeRequest, HandshakeResponse
 
 from .conftest import only, raw_json

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from wirecheck.conformance import websocket
-from wirecheck.conformance.target import TargetClosed, TargetError
+from wirecheck.conformance.target import websocket
+from wirecheck.conformance.target.connection import TargetClosed, TargetError
 from wirecheck.reference_impl.signalr.messages import HandshakeRequest, HandshakeResponse
 
 from .conftest import only

@@ -2,8 +2,8 @@
 results", "Errors", and the examples Add / SingleResultFailure / Batched / NonBlocking)."""
 import pytest
 
-from wirecheck.conformance.target import TargetClosed
-from wirecheck.conformance.verdicts import informational
+from wirecheck.conformance.target.connection import TargetClosed
+from wirecheck.conformance.report.verdicts import informational
 from wirecheck.reference_impl.signalr.messages import Completion, Invocation, StreamItem
 
 

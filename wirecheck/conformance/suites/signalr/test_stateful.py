@@ -13,7 +13,7 @@ from hypothesis.stateful import initialize
 from wirecheck.conformance.strategies.signalr_machine import HubMachine, WireDriver
 from wirecheck.conformance.strategies.state_matrix import UNKNOWN
 from wirecheck.conformance.strategies.wire_settings import run_machine, wire_settings
-from wirecheck.conformance.verdicts import unimplemented
+from wirecheck.conformance.report.verdicts import unimplemented
 
 WIRE = wire_settings(10, 25)
 

@@ -2,8 +2,8 @@
 closed early"; v1's StreamInvocation and client-to-server streams from SPEC_NOTES)."""
 import pytest
 
-from wirecheck.conformance.target import pace
-from wirecheck.conformance.verdicts import unimplemented
+from wirecheck.conformance.target.connection import pace
+from wirecheck.conformance.report.verdicts import unimplemented
 from wirecheck.reference_impl.signalr.messages import (CancelInvocation, Completion, Invocation,
                                              StreamCompletion, StreamInvocation, StreamItem)
 

@@ -2,8 +2,8 @@
 Ack/Sequence, server-to-client invocations, keep-alive and timeouts."""
 import pytest
 
-from wirecheck.conformance.target import TargetClosed
-from wirecheck.conformance.verdicts import unimplemented
+from wirecheck.conformance.target.connection import TargetClosed
+from wirecheck.conformance.report.verdicts import unimplemented
 from wirecheck.reference_impl.signalr.messages import (Ack, Close, Completion, Invocation, Ping, Sequence,
                                              StreamInvocation)
 

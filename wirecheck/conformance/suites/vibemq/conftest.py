@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from wirecheck.conformance.target import CLOSE, Connection, Outcome, TargetError
+from wirecheck.conformance.target.connection import CLOSE, Connection, Outcome, TargetError
 from wirecheck.reference_impl.vibemq import codec
 from wirecheck.reference_impl.vibemq.codec import Message
 from wirecheck.reference_impl.vibemq.constants import CommandType as T

@@ -28,7 +28,7 @@ Fields, what the suite already covered (before this module) and what is added he
 """
 import pytest
 
-from wirecheck.conformance.target import TargetClosed, TargetError
+from wirecheck.conformance.target.connection import TargetClosed, TargetError
 from wirecheck.reference_impl.vibemq import codec
 from wirecheck.reference_impl.vibemq.codec import Message
 from wirecheck.reference_impl.vibemq.constants import CommandType as T

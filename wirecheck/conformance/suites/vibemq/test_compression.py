@@ -1,7 +1,7 @@
 """Compression negotiation and per-frame flags ("Compression", "Negotiation", "Threshold")."""
 import pytest
 
-from wirecheck.conformance.verdicts import unimplemented
+from wirecheck.conformance.report.verdicts import unimplemented
 from wirecheck.reference_impl.vibemq.codec import Message
 from wirecheck.reference_impl.vibemq.constants import COMPRESSION_BY_NAME, CommandType as T
 from wirecheck.reference_impl.vibemq.constants import Compression

@@ -2,7 +2,7 @@
 "Error Codes"; SPEC_NOTES for what the real server allows before Connect)."""
 import pytest
 
-from wirecheck.conformance.target import TargetClosed
+from wirecheck.conformance.target.connection import TargetClosed
 from wirecheck.reference_impl.vibemq.codec import Message
 from wirecheck.reference_impl.vibemq.constants import CommandType as T
 

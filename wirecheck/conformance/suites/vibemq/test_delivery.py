@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from wirecheck.conformance.target import TargetError, pace
+from wirecheck.conformance.target.connection import TargetError, pace
 from wirecheck.reference_impl.vibemq import codec
 from wirecheck.reference_impl.vibemq.codec import Message
 from wirecheck.reference_impl.vibemq.constants import CommandType as T

@@ -5,7 +5,7 @@ import zlib
 
 import pytest
 
-from wirecheck.conformance.verdicts import unimplemented
+from wirecheck.conformance.report.verdicts import unimplemented
 from wirecheck.reference_impl.vibemq import codec
 from wirecheck.reference_impl.vibemq.codec import Message
 from wirecheck.reference_impl.vibemq.constants import CommandType as T
