@@ -96,7 +96,7 @@ def _profile_args(protocol: str, workdir: str) -> list[str]:
 
 def profile_timer(protocol: str, workdir: str) -> float:
     """The longest timer of the profile the run uses (what the kit's run allowance adds)."""
-    from wirecheck.conformance.plugin import longest_timer
+    from wirecheck.conformance.run.budgets import longest_timer
     from wirecheck.conformance.profiles import load_profile
     from wirecheck.reference_impl.core import registry
     args = _profile_args(protocol, workdir)

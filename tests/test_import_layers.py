@@ -1,71 +1,27 @@
-"""The ``wirecheck`` package's import graph, read from the source (no module is imported):
+"""The ``wirecheck`` package's import graph, read from the source (no module is imported;
+tools/import_graph.py):
 
 - no import circles, counting every import wherever it stands (inside functions too, and
-  under ``if TYPE_CHECKING``): subcommand modules never import the command line back, and a
-  module that needs another's helpers finds them in a third both import;
+  under ``if TYPE_CHECKING``): a module that needs another's helpers finds them in a third
+  both import;
+- the layers of the design (tools/import_graph.py ``LAYERS``, shown on docs/design/layout.md):
+  each unit (a folder, or the conformance package's shared modules) imports only the units
+  below it; the command line is on top and nothing imports it;
 - the layering rule of the design: a protocol's ``codec`` and ``session`` (and the ``state``
   a session keeps) import no I/O module and none of the modules that do I/O (broker, client,
-  server).
+  server);
+- no module is over 700 lines.
 """
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "wirecheck"
+from tools.import_graph import GRAPH, LAYERS, MODULES, imports_of, unit, unit_edges
+
 IO_MODULES = {"asyncio", "socket", "selectors", "subprocess", "threading", "ssl"}
 IO_LAYERS = ("broker", "client", "server")
-
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
-
-
-def _known(name: str) -> str | None:
-    """The longest prefix of ``name`` that is one of the package's modules."""
-    parts = name.split(".")
-    for i in range(len(parts), 0, -1):
-        candidate = ".".join(parts[:i])
-        if candidate in MODULES:
-            return candidate
-    return None
-
-
-def imports_of(name: str) -> tuple[set[str], set[str]]:
-    """(the package's modules ``name`` imports, the other top-level modules it imports)."""
-    path = MODULES[name]
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    ours: set[str] = set()
-    others: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
-                base = ".".join(anchor + ([base] if base else []))
-            # "from pkg import mod" imports the module pkg.mod when there is one
-            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
-        else:
-            continue
-        for target in targets:
-            known = _known(target)
-            if known is not None:
-                ours.add(known)
-            elif not target.startswith("wirecheck"):
-                others.add(target.split(".")[0])
-    ours.discard(name)
-    return ours, others
-
-
-GRAPH = {name: imports_of(name)[0] for name in MODULES}
+#: The most lines a module may have (STYLE: small modules with one job).
+MAX_LINES = 700
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -115,14 +71,39 @@ def test_the_package_has_no_import_circles():
 
 def test_the_command_line_is_on_top():
     """``wirecheck/cli/`` imports the kit's other packages; none of them imports it (only the
-    ``python -m wirecheck`` entry does), and each command module is reached from the entry
-    point, never from another command's module but through cli/support.py."""
+    ``python -m wirecheck`` entry does), and a command's module imports no other command's
+    but through cli/support.py."""
     cli = {m for m in MODULES if m == "wirecheck.cli" or m.startswith("wirecheck.cli.")}
     below = sorted(m for m, deps in GRAPH.items() if m not in cli and deps & cli)
     assert below == ["wirecheck.__main__"], below
     shared = {"wirecheck.cli", "wirecheck.cli.main", "wirecheck.cli.support"}
-    crossing = sorted((m, d) for m in cli - shared for d in GRAPH[m] & cli if d not in ("wirecheck.cli.support",))
+    crossing = sorted((m, d) for m in cli - shared for d in GRAPH[m] & cli if d != "wirecheck.cli.support")
     assert crossing == [], crossing
+
+
+def test_every_module_is_in_a_layer():
+    assert {unit(m) for m in MODULES} == set(LAYERS)
+
+
+def test_no_import_runs_against_the_layers():
+    against = {f"{a} -> {b}": pairs[:3] for (a, b), pairs in unit_edges().items() if b not in LAYERS[a]}
+    assert against == {}
+
+
+def test_the_layers_have_no_circle():
+    assert cycles({a: set(bs) for a, bs in LAYERS.items()}) == []
+
+
+def test_the_layer_check_catches_an_import_against_it():
+    # the reference implementation importing the suite's connections would be against it
+    assert "conformance.target" not in LAYERS[unit("wirecheck.reference_impl.blipmq.codec")]
+    assert "cli" not in LAYERS[unit("wirecheck.fuzz.live")]
+    assert "pipeline" not in LAYERS[unit("wirecheck.conformance.captures.replay_flow")]
+
+
+def test_no_module_is_over_700_lines():
+    lines = {name: len(path.read_text().splitlines()) for name, path in MODULES.items()}
+    assert {name: n for name, n in lines.items() if n > MAX_LINES} == {}
 
 
 SANS_IO = sorted(m for m in MODULES if m.startswith("wirecheck.reference_impl.")

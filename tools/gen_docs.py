@@ -15,6 +15,8 @@ Pages (paths inside docs/; none of them is a file in the repository):
   ``make bench`` here, git-ignored).
 - ``matrix.md``: the real implementations' matrix, from the newest ``matrix/recorded/*.json``
   (tools/matrix_page.py).
+- ``design/layout.md``: every folder and module of the package with its own first sentence, and
+  the layers tests/test_import_layers.py checks (tools/layout_page.py).
 
 ``mkdocs.yml`` names this file under ``hooks:``; MkDocs calls :func:`on_files`, which adds the
 pages as generated files, so they are made from the code of the build and never go stale.
@@ -390,8 +392,10 @@ def pages() -> dict[str, str]:
     """docs-relative path -> Markdown of every generated page."""
     _repo_on_path()
     from wirecheck.reference_impl.core import registry
+    from tools.layout_page import layout_page
     from tools.matrix_page import matrix_page
-    out = {"cli.md": cli_page(), "benchmark-results.md": bench_page(), "matrix.md": matrix_page()}
+    out = {"cli.md": cli_page(), "benchmark-results.md": bench_page(), "matrix.md": matrix_page(),
+           "design/layout.md": layout_page()}
     for spec in registry.all_protocols():
         out[f"requirements/{spec.id}.md"] = requirement_page(spec)
     return out

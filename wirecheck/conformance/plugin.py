@@ -26,6 +26,7 @@ import pytest
 from wirecheck.conformance.report import causes
 
 from wirecheck.conformance.run import lifecycle
+from wirecheck.conformance.run.budgets import RUN_SLACK, default_budget, default_run_budget, longest_timer  # noqa: F401
 from wirecheck.conformance.report.text import FAILURE_VERDICTS, crash_line, failure_lines
 from wirecheck.conformance.report import verdicts
 from wirecheck.conformance.run.suite_paths import _protocol_of_suite, suite_protocol  # noqa: F401
@@ -41,9 +42,6 @@ _HTML_KEY = pytest.StashKey[str]()
 from wirecheck.conformance.run.lifecycle import (  # noqa: E402,F401
     pytest_cmdline_main, pytest_configure_node, pytest_runtest_protocol, pytest_runtest_setup, pytest_runtestloop,
     pytest_sessionfinish, pytest_unconfigure, target_process)
-#: The run's slack over ``cases x timeout``: a minute, less 5 s kept for start-up, the report
-#: and the exit.
-RUN_SLACK = 55.0
 #: Characters of transcripts (text and wire data) the reports of one run attach, over all its
 #: tests. Each test's transcript is bounded (target.TranscriptLimits), but a failing report is
 #: kept until the run ends (pytest's terminal summary, the result collector's parsed copy, and
@@ -301,39 +299,6 @@ def target(request, wirecheck_spec, wirecheck_profile, wirecheck_embedded):
     request.node.stash[_TARGET_KEY] = tgt
     yield tgt
     tgt.close_all()
-
-
-#: What names a timer among a profile's ``[timing]`` values (seconds); the others are rates
-#: and counts (VibeMQ's ``max_messages_per_second``).
-_TIMER_WORDS = ("timeout", "delay", "interval", "expire")
-
-
-def longest_timer(profile) -> float:
-    """The longest of the profile's protocol timers, in seconds (0 without any)."""
-    timers = [float(v) for k, v in profile.timing.items()
-              if any(w in k for w in _TIMER_WORDS) and isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return max(timers, default=0.0)
-
-
-def default_budget(timeout: float, profile) -> float:
-    """A test's wall-clock I/O budget when none is given: room for any test against a slow but
-    sound target (a few dozen receives, and the protocol timers the profile says the suite waits
-    for: a redelivery test waits about three ack timeouts), never unbounded."""
-    return 60.0 + 30.0 * timeout + 5.0 * longest_timer(profile)
-
-
-#: What the run's allowance adds per test that kills the target (``target_process``): two
-#: restarts (each up to lifecycle.START_TIMEOUT) and the wait for what the target recovered.
-KILLING_CASE_SECONDS = 2 * lifecycle.START_TIMEOUT + 30.0
-
-
-def default_run_budget(cases: int, timeout: float, profile, killing_cases: int = 0) -> float:
-    """The whole run's wall-clock I/O allowance when none is given: each case's receive timeout,
-    the time a timer test waits (5 x the profile's longest timer), and :data:`RUN_SLACK`. A sound
-    target is far inside it (most tests take a small part of their timeout); a hostile one (a
-    flood, answers that never end, a failure hypothesis keeps replaying) is stopped at it, so
-    that no run takes longer than ``cases x timeout + 60 s`` plus that timer wait."""
-    return cases * timeout + RUN_SLACK + 5.0 * longest_timer(profile) + killing_cases * KILLING_CASE_SECONDS
 
 
 def _run_allowance(config, timeout: float, profile) -> RunAllowance:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import glob
 import os
-from functools import lru_cache
 from typing import Iterable, Optional
 
 from wirecheck.conformance.captures.pcapfile import is_capture
@@ -53,17 +52,3 @@ def protocols(protocol: Optional[str] = None) -> list:
     """The registry specs to analyze: one, or all."""
     from wirecheck.reference_impl.core import registry
     return [registry.get(protocol)] if protocol else registry.all_protocols()
-
-
-@lru_cache(maxsize=None)
-def _levels() -> dict[str, str]:
-    from wirecheck.conformance.requirements import catalogue
-    out: dict[str, str] = {}
-    for spec in protocols():
-        out.update({i: r.level for i, r in catalogue(spec.requirements).items()})
-    return out
-
-
-def level(requirement: str) -> str:
-    """MUST / SHOULD / MAY of a requirement ID ("" for an ID in no catalogue)."""
-    return _levels().get(requirement, "")

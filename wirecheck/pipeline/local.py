@@ -15,23 +15,10 @@ import sys
 from collections import defaultdict
 from typing import Iterable, Optional
 
-from wirecheck.conformance.captures.pcapfile import PcapReader
-from wirecheck.pipeline.flows import iter_rows, specs_by_port
-from wirecheck.pipeline.inputs import capture_files, level, protocols
+from wirecheck.conformance.captures.flows import analyze_file, specs_by_port
+from wirecheck.pipeline.inputs import capture_files, protocols
 from wirecheck.pipeline.schema import ROW_TABLES
 from wirecheck.pipeline.stats import of_rows
-
-
-def analyze_file(path: str, by_port: dict, profile: Optional[str] = None) -> dict[str, list[dict]]:
-    """Every row of the capture at ``path``, by table; a capture broken past its header gives
-    the rows of what precedes the break, and ``damaged`` says where and what."""
-    tables: dict[str, list[dict]] = defaultdict(list)
-    with PcapReader(path, tolerant=True) as reader:
-        for table, row in iter_rows(path, reader, by_port, profile, level):
-            tables[table].append(row)
-    if reader.damage is not None:
-        tables["damaged"].append({"file": path, "error": reader.damage, "whole": False})
-    return tables
 
 
 def analyze(paths: Iterable[str], protocol: Optional[str] = None, ports: Iterable[int] = (),

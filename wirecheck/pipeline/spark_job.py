@@ -10,7 +10,7 @@ The job, in three steps (the unit of parallelism is the TCP conversation, not th
    disk): a partition holds whole conversations, each in capture order, and one huge capture's
    conversations spread over every partition.
 3. **Analyze** (one task per partition): each address pair's segments go through TCP
-   reassembly, the capture decoders and the protocol's observer (pipeline/flows.py, the code
+   reassembly, the capture decoders and the protocol's observer (conformance/captures/flows.py, the code
    the plain ``wirecheck.pipeline.local`` runs), one conversation at a time, giving rows of ``frames``,
    ``violations`` and ``flows``, which the task writes as its own Parquet files
    (pipeline/parquet_parts.py: pyarrow, no row crosses into the JVM), and the figures of
@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from wirecheck.pipeline import parquet_parts, schema
-from wirecheck.pipeline.flows import iter_rows, specs_by_port
-from wirecheck.pipeline.inputs import InputError, capture_files, level, protocols
+from wirecheck.conformance.captures.flows import iter_rows, level, specs_by_port
+from wirecheck.pipeline.inputs import InputError, capture_files, protocols
 from wirecheck.pipeline.stats import Stats
 
 #: The installed ``wirecheck`` package (what a cluster's executors are sent).

@@ -62,7 +62,7 @@ class Latency:
 
 
 class Stats:
-    """Figures of some frames, violations and flows rows (dicts as pipeline/flows.py emits)."""
+    """Figures of some frames, violations and flows rows (dicts as conformance/captures/flows.py emits)."""
 
     def __init__(self) -> None:
         self.types: Counter = Counter()          # (protocol, type) -> frames

@@ -85,7 +85,7 @@ class FlowResult:
     transcript: dict | None = None
     rewritten: bool = False
     #: Requirement IDs the target broke, as the protocol's observer judged the replayed
-    #: conversation (pipeline/flows.py LiveFlow: the same rules as the Spark pipeline's).
+    #: conversation (captures/flows.py LiveFlow: the same rules as the Spark pipeline's).
     requirements: list[str] = field(default_factory=list)
 
 
@@ -137,7 +137,7 @@ class FlowReplay:
         # its ``unmap`` applies to the target's answers for the whole connection
         self.rewriter = replay.rules.make_rewriter()
         # the observer, on what was really sent and what the target really answered
-        from wirecheck.pipeline.flows import LiveFlow
+        from wirecheck.conformance.captures.flows import LiveFlow
         self.check = LiveFlow(spec, conn.client, conn.server, time.monotonic(), profile, conn.name)
         self.check.conn.mid_stream = conn.mid_stream
         self.rewriting = self.rewriter is not None

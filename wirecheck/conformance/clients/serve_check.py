@@ -5,7 +5,7 @@ The reference broker listens on a private loopback port; a relay (conformance/ca
 the public port(s) passes every byte both ways, records the conversations, and hands the
 broker's bytes to the run's scenario (conformance/clients/scenarios.py). When the run ends, the
 recording goes through the same per-connection analysis as the capture pipeline
-(pipeline/flows.py: the capture decoders and the protocol's observer), so the rules a client is
+(conformance/captures/flows.py: the capture decoders and the protocol's observer), so the rules a client is
 judged by are the ones replay and ``wirecheck analyze`` apply; there is no second copy.
 
 The result is a result file like a suite run's (``"kind": "client-check"``, read by
@@ -236,7 +236,7 @@ class ClientChecker:
 
     def analyze(self) -> dict[str, list[dict]]:
         """The recording's rows by table (frames, violations, flows), as the pipeline makes them."""
-        from wirecheck.pipeline.local import analyze_file
+        from wirecheck.conformance.captures.flows import analyze_file
         return analyze_file(self.capture_path, {relay.port: self.spec for relay in self.relays}, self.profile)
 
     def result_document(self, label: str | None = None) -> dict:

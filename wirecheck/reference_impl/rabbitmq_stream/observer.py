@@ -47,185 +47,44 @@ mid-connection: then only what needs no history is checked.
 from __future__ import annotations
 
 from collections import Counter, deque
-from dataclasses import dataclass, field
 from typing import Optional
 
 from ..core.errors import Category
 from ..core.observer import C2S, S2C, Exchange, Observer
 from . import codec, sasl
 from .constants import Code, Key
-from .session import PROFILE_KEYS, _negotiate
+from .session import _negotiate
 
-#: Commands the "Commands" table has from the server (requests or one-way), besides
-#: responses. Tune, Close and Heartbeat go both ways.
-SERVER_COMMANDS = frozenset((Key.PUBLISH_CONFIRM, Key.PUBLISH_ERROR, Key.DELIVER, Key.METADATA_UPDATE,
-                             Key.TUNE, Key.CLOSE, Key.HEARTBEAT, Key.CONSUMER_UPDATE))
-#: Server requests the client answers (by correlation id).
-SERVER_REQUESTS = frozenset((Key.CLOSE, Key.CONSUMER_UPDATE))
-#: Seconds a server request must have been out before a client's close counts as leaving it
-#: unanswered (the two may cross on the wire).
-ANSWER_GRACE = 0.25
-#: Seconds after its Close that a server ending the connection has waited long enough for the
-#: client's CloseResponse (RMQS-CLOSE-003).
-CLOSE_ANSWER_WAIT = 1.0
-#: The handshake's commands ("Authentication"), in the client's order.
-HANDSHAKE_ORDER = (Key.PEER_PROPERTIES, Key.SASL_HANDSHAKE, Key.SASL_AUTHENTICATE, Key.TUNE, Key.OPEN)
-#: The client's step each handshake command needs done first (RMQS-HS-016).
-HANDSHAKE_NEEDS = {Key.SASL_HANDSHAKE: Key.PEER_PROPERTIES, Key.SASL_AUTHENTICATE: Key.SASL_HANDSHAKE,
-                   Key.OPEN: Key.TUNE}
-#: Commands with no response: allowed before Open without a client breach (the document
-#: orders the handshake, not these); the server still answers nothing (RMQS-HS-006).
-BEFORE_OPEN_TOLERATED = frozenset((Key.HEARTBEAT, Key.CLOSE))
-
-#: Response codes the "Response Codes" table ties to some commands only; any other code of
-#: the table may answer any request. Close codes (13, 14) never answer a request.
-CODE_SCOPE = {
-    Code.SUBSCRIPTION_ID_ALREADY_EXISTS: {Key.SUBSCRIBE},
-    Code.SUBSCRIPTION_ID_DOES_NOT_EXIST: {Key.SUBSCRIBE, Key.UNSUBSCRIBE, Key.CREDIT},
-    Code.STREAM_ALREADY_EXISTS: {Key.CREATE, Key.CREATE_SUPER_STREAM},
-    Code.SASL_MECHANISM_NOT_SUPPORTED: {Key.SASL_HANDSHAKE, Key.SASL_AUTHENTICATE},
-    Code.AUTHENTICATION_FAILURE: {Key.SASL_AUTHENTICATE},
-    Code.SASL_ERROR: {Key.SASL_HANDSHAKE, Key.SASL_AUTHENTICATE},
-    Code.SASL_CHALLENGE: {Key.SASL_AUTHENTICATE},
-    Code.SASL_AUTHENTICATION_FAILURE_LOOPBACK: {Key.SASL_AUTHENTICATE},
-    Code.VIRTUAL_HOST_ACCESS_FAILURE: {Key.OPEN},
-    Code.UNKNOWN_FRAME: set(),
-    Code.FRAME_TOO_LARGE: set(),
-    Code.PUBLISHER_DOES_NOT_EXIST: {Key.DECLARE_PUBLISHER, Key.DELETE_PUBLISHER,
-                                    Key.QUERY_PUBLISHER_SEQUENCE},
-    Code.NO_OFFSET: {Key.QUERY_OFFSET},
-}
-#: Requests whose answer is always this code (the catalogue's summary says so).
-MUST_CODE = {
-    Key.PEER_PROPERTIES: (Code.OK, "RMQS-HS-001"),
-    Key.SASL_HANDSHAKE: (Code.OK, "RMQS-HS-002"),
-    Key.CLOSE: (Code.OK, "RMQS-CLOSE-001"),
-    Key.EXCHANGE_COMMAND_VERSIONS: (Code.OK, "RMQS-NEW-001"),
-}
-#: SaslAuthenticate codes that end the authentication (RMQS-HS-009).
-AUTH_FAILURES = frozenset((Code.SASL_MECHANISM_NOT_SUPPORTED, Code.AUTHENTICATION_FAILURE,
-                           Code.SASL_ERROR, Code.SASL_AUTHENTICATION_FAILURE_LOOPBACK))
-#: "PublisherReference => string // max 256 characters" (and StoreOffset's Reference).
-MAX_REFERENCE = 256
-
-#: Decode errors by direction and category. "" : not a protocol breach (a kit limit).
-FRAMING = {
-    C2S: {Category.LENGTH_TOO_SMALL: "RMQS-FRAME-011", Category.UNKNOWN_TYPE: "RMQS-FRAME-009"},
-    S2C: {Category.LENGTH_TOO_SMALL: "RMQS-FRAME-001", Category.UNKNOWN_TYPE: "RMQS-FRAME-002"},
-}
-FRAMING_DEFAULT = "RMQS-TYPE-001"
-#: Deliver chunk errors (reference_impl/rabbitmq_stream/chunk.py's messages), first match.
-CHUNK_FRAMING = (
-    ("chunk CRC", "RMQS-DELIVER-003"),
-    ("records, its entries hold", "RMQS-DELIVER-004"),
-    ("entries the header announces", "RMQS-DELIVER-004"),
-    ("sub-batch", "RMQS-DELIVER-004"),
-    ("entry", "RMQS-DELIVER-007"),
-    ("chunk", "RMQS-DELIVER-002"),
-)
-#: What the server owes after a client's undecodable frame: (rule, Close code, Close
-#: mandatory after Open). A size below 4 and a bad body only end the connection, "after
-#: Close(13) if the server sends anything".
-OWED_AFTER_MALFORMED = {
-    Category.UNKNOWN_TYPE: ("RMQS-FRAME-009", Code.UNKNOWN_FRAME, True),
-    Category.LENGTH_TOO_SMALL: ("RMQS-FRAME-011", Code.UNKNOWN_FRAME, False),
-    Category.LENGTH_TOO_LARGE: ("RMQS-FRAME-007", Code.FRAME_TOO_LARGE, True),
-}
-OWED_AFTER_BAD_BODY = ("RMQS-FRAME-013", Code.UNKNOWN_FRAME, False)
-#: The capture decoders' frame limit: above it a frame is undecodable whatever was negotiated.
-CAPTURE_FRAME_LIMIT = codec.StreamConfig().max_frame_size
+from .observer_server import ServerCommands
+from .observer_tables import (  # noqa: F401  (names other modules read here)
+    ANSWER_GRACE,
+    AUTH_FAILURES,
+    BEFORE_OPEN_TOLERATED,
+    CAPTURE_FRAME_LIMIT,
+    CHUNK_FRAMING,
+    CLOSE_ANSWER_WAIT,
+    CODE_SCOPE,
+    FRAMING,
+    FRAMING_DEFAULT,
+    HANDSHAKE_NEEDS,
+    HANDSHAKE_ORDER,
+    MAX_REFERENCE,
+    MUST_CODE,
+    OWED_AFTER_BAD_BODY,
+    OWED_AFTER_MALFORMED,
+    SERVER_COMMANDS,
+    SERVER_REQUESTS,
+    _AFTER_OPEN_COMMANDS,
+    _Pub,
+    _Publish,
+    _Request,
+    _SERVER_RESPONSES,
+    _Sub,
+    _profile,
+    server_frame_requirement)
 
 
-def server_frame_requirement(error) -> str:
-    """The rule a frame the server sent that does not decode breaks (target.Connection.breach_of;
-    "": the kit's limit, above which only an agreed frame_max the live decoder does not hold
-    would make a breach)."""
-    category = Category(getattr(error.category, "value", error.category))
-    if category is Category.LENGTH_TOO_LARGE:
-        return ""
-    requirement = FRAMING[S2C].get(category, "") or next((r for m, r in CHUNK_FRAMING if m in error.message), "")
-    return requirement or FRAMING_DEFAULT
-
-
-def _profile(name: Optional[str]) -> tuple[frozenset, dict, bool]:
-    """(client keys, features, SPEC_NOTES rules apply) of a profile name; unknown names (and
-    None) read as the registry's default."""
-    from ..core import registry
-    spec = registry.get("rabbitmq-stream")
-    if name == "document":
-        return PROFILE_KEYS["document"], {"frame_max_enforced": True, "route_response_bit": True,
-                                          "keys_26_30": False}, False
-    if name not in spec.profiles:
-        name = spec.default_profile
-    chain, features = [], {}
-    while name is not None and name not in chain:
-        chain.append(name)
-        name = spec.profiles[name].get("extends")
-    for entry in reversed(chain):
-        features.update(spec.profiles[entry].get("features", {}))
-    keys = PROFILE_KEYS.get(chain[0], PROFILE_KEYS["current"])
-    if not features.get("keys_26_30", True):
-        keys = PROFILE_KEYS["document"]
-    return keys, features, True
-
-
-@dataclass(slots=True)
-class _Request:
-    key: int
-    frame: object
-    index: int
-    time: float
-    before_open: bool
-    #: The code the answer must have (requirement, code) or must not have ("!" prefix).
-    expect: Optional[tuple[str, int, bool]] = None   # (requirement, code, equal)
-    refuse: Optional[str] = None      # the request must get no answer but Close (this rule)
-
-
-@dataclass(slots=True)
-class _Sub:
-    stream: str
-    credit: int
-    state: str = "pending"            # pending (Subscribe unanswered) / active / unknown
-    next_offset: int = -1             # where the next chunk may start (DELIVER-005)
-    timestamp: int = -1
-    credited: bool = False            # ever had credit
-
-
-@dataclass(slots=True)
-class _Publish:
-    index: int
-    time: float
-    remaining: int
-    undeclared: bool                  # sent with an undeclared publisher id: PublishError 18
-
-
-@dataclass(slots=True)
-class _Pub:
-    stream: str
-    state: str = "pending"
-    inflight: dict = field(default_factory=dict)     # publishing id -> deque[_Publish]
-
-
-#: The server's responses (bit 15) a client has no business sending: one from the client
-#: answers no request of the server (RMQS-FRAME-003, :meth:`StreamObserver._client_response`).
-#: CreditResponse is not among them: it has no correlation id to look up.
-_SERVER_RESPONSES = (
-    "DeclarePublisherResponse", "DeletePublisherResponse", "QueryPublisherSequenceResponse",
-    "SubscribeResponse", "UnsubscribeResponse", "QueryOffsetResponse", "CreateResponse",
-    "DeleteResponse", "MetadataResponse", "PeerPropertiesResponse", "SaslHandshakeResponse",
-    "SaslAuthenticateResponse", "OpenResponse", "RouteResponse", "PartitionsResponse",
-    "ExchangeCommandVersionsResponse", "StreamStatsResponse", "CreateSuperStreamResponse",
-    "DeleteSuperStreamResponse")
-#: The client's commands that are not part of the handshake: before Open each breaks the
-#: handshake's order (RMQS-HS-016, :meth:`StreamObserver._order`; Heartbeat and Close are
-#: tolerated there).
-_AFTER_OPEN_COMMANDS = (
-    "DeclarePublisher", "Publish", "QueryPublisherSequence", "DeletePublisher", "Subscribe",
-    "Credit", "StoreOffset", "QueryOffset", "Unsubscribe", "Create", "Delete", "Metadata", "Route",
-    "Partitions", "ExchangeCommandVersions", "StreamStats", "CreateSuperStream", "DeleteSuperStream")
-
-
-class StreamObserver(Observer):
+class StreamObserver(ServerCommands, Observer):
     #: What this observer judges on the client's frames, by type (the frame class's name, as
     #: ``codec.frame_to_dict`` gives it; conformance/clients/serve_check.py, ``exercised_requirements``).
     #: Derived from the C2S checks of this module: what :meth:`malformed` reports for a client
@@ -725,116 +584,6 @@ class StreamObserver(Observer):
             self.subs.pop(sid, None)
             if frame.code == Code.OK:
                 self.gone_subs.add(sid)
-
-    # server commands
-
-    def _s_tune(self, frame, index, time) -> None:
-        if not isinstance(frame, codec.Tune):
-            return
-        if self.fresh and not self.authenticated:
-            self.violate("RMQS-HS-004", S2C, index, "Tune before a successful SaslAuthenticate")
-        self.server_tune = (frame, index, time)
-
-    def _s_publish_confirm(self, frame, index, time) -> Optional[Exchange]:
-        return self._publish_answer(frame.publisher_id, [(p, None) for p in frame.publishing_ids],
-                                    index, time)
-
-    def _s_publish_error(self, frame, index, time) -> Optional[Exchange]:
-        return self._publish_answer(frame.publisher_id, list(frame.errors), index, time)
-
-    def _publish_answer(self, publisher_id, items, index, time) -> Optional[Exchange]:
-        pub = self.pubs.get(publisher_id)
-        tables = [t for t in (pub.inflight if pub else None, self.undeclared.get(publisher_id)) if t]
-        last = None
-        for pid, code in items:
-            queue = next((t[pid] for t in tables if t.get(pid)), None)
-            if not queue:
-                if code is None and self.fresh and C2S not in self.blind:
-                    self.violate("RMQS-PUB-007", S2C, index, f"publisher {publisher_id}: publishing "
-                                 f"id {pid} confirmed but not awaiting a confirm")
-                continue
-            publish = queue.popleft()
-            if publish.undeclared and code != Code.PUBLISHER_DOES_NOT_EXIST and self.fresh:
-                what = "confirmed" if code is None else f"error code {code}"
-                self.violate("RMQS-PUB-008", S2C, index, f"publisher {publisher_id} is not declared: "
-                             f"publishing id {pid} {what}, not PublishError 18")
-                publish.undeclared = False           # one report per Publish
-            publish.remaining -= 1
-            if publish.remaining == 0:
-                last = self.answered(publish.index, index, "Publish", time - publish.time)
-        return last
-
-    def _credit_response(self, frame, index, time) -> Optional[Exchange]:
-        sid = frame.subscription_id
-        queue = self.credits.get(sid)
-        if not queue:
-            if self.fresh and C2S not in self.blind:
-                self.violate("RMQS-FRAME-003", S2C, index, f"CreditResponse for subscription {sid}: "
-                             "no Credit awaits it")
-            return None
-        req = queue.popleft()
-        state = self._sub_state(sid)
-        if frame.code == Code.OK or (state == "active" and self.fresh):
-            # "the server sent a response only in case of problem"
-            self.violate("RMQS-CREDIT-003", S2C, index, f"Credit for subscription {sid} answered "
-                         f"(code {frame.code}) though it succeeded")
-        elif state == "absent" and frame.code != Code.SUBSCRIPTION_ID_DOES_NOT_EXIST and self.fresh:
-            self.violate("RMQS-CREDIT-004", S2C, index, f"Credit for unknown subscription {sid}: "
-                         f"code {frame.code}, not 4")
-        return self.answered(req.index, index, "Credit", time - req.time)
-
-    def _s_deliver(self, frame, index, time) -> None:
-        sid = frame.subscription_id
-        if frame.version >= 2 and not self.deliver_v2 and self.fresh:
-            self.violate("RMQS-DELIVER-001", S2C, index, "Deliver version 2 before the client "
-                         "announced it")
-        chunk = frame.chunk
-        if chunk.chunk_type != 0:
-            self.violate("RMQS-DELIVER-002", S2C, index, f"chunk type {chunk.chunk_type}, not user (0)")
-        if chunk.trailer and self.notes:
-            self.violate("RMQS-DELIVER-006", S2C, index, f"{len(chunk.trailer)} trailer bytes")
-        if self.frame_max:
-            self._size_check(S2C, frame, index)
-        if not self.fresh:
-            return
-        sub = self.subs.get(sid)
-        if sub is None:
-            if self.sub_ops[sid] == 0 and C2S not in self.blind:
-                rule = "RMQS-UNSUB-001" if sid in self.gone_subs else "RMQS-CREDIT-001"
-                self.violate(rule, S2C, index, f"Deliver for subscription {sid}, which does not exist")
-            return
-        if sub.credit <= 0 and C2S not in self.blind:
-            # Credit counts chunks ("Credit => uint16 // the number of chunks that can be
-            # sent"); every Credit seen so far is an upper bound of the server's.
-            rule = "RMQS-CREDIT-002" if sub.credited else "RMQS-CREDIT-001"
-            self.violate(rule, S2C, index, f"Deliver for subscription {sid} without credit")
-        sub.credit = max(sub.credit - 1, 0)
-        if chunk.first_offset < sub.next_offset:
-            self.violate("RMQS-DELIVER-005", S2C, index, f"chunk at offset {chunk.first_offset} after "
-                         f"one that ended at {sub.next_offset}")
-        if chunk.timestamp < sub.timestamp and self.notes:
-            self.violate("RMQS-DELIVER-008", S2C, index, f"chunk timestamp {chunk.timestamp} before "
-                         f"{sub.timestamp}")
-        sub.next_offset = max(sub.next_offset, chunk.first_offset + chunk.num_records)
-        sub.timestamp = max(sub.timestamp, chunk.timestamp)
-
-    def _s_metadata_update(self, frame, index, time) -> None:
-        if self.fresh and self.notes and frame.stream not in self.used_streams:
-            self.violate("RMQS-META-008", S2C, index, f"MetadataUpdate for {frame.stream!r}, which "
-                         "this connection neither publishes to nor consumes from")
-        # The stream's subscriptions and publishers are gone (RMQS-META-007, a SHOULD): what
-        # the server now holds of them is not known for sure.
-        for sub in self.subs.values():
-            if sub.stream == frame.stream:
-                sub.state = "unknown"
-        for pub in self.pubs.values():
-            if pub.stream == frame.stream:
-                pub.state = "unknown"
-
-    def _s_consumer_update(self, frame, index, time) -> None:
-        sub = self.subs.get(frame.subscription_id)
-        if sub is not None:         # delivery restarts from the client's answer
-            sub.next_offset, sub.timestamp = -1, -1
 
     # -- helpers ---------------------------------------------------------------------------------
 

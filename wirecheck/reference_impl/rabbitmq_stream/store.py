@@ -52,206 +52,30 @@ Not thread-safe: the broker calls it from its event loop only.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import json
 import logging
 import os
-import re
 import shutil
 import time
 import uuid
 import zlib
-from dataclasses import dataclass
 from typing import Callable, Iterable
-from urllib.parse import quote
 
 from ..core.durability import FsyncPolicy, SyncedAppender, fsync_dir
 from ..core.errors import FrameError
 from .chunk import (HEADER, HEADER_SIZE, Chunk, Entry, SimpleEntry, SubBatchEntry, TrackingType,
                     build_chunk, encode_tracking, parse_chunk, parse_tracking)
 from .constants import ChunkType
+from .store_files import (  # noqa: F401  (names other modules read here)
+    _check_reference, _check_timestamp, _check_u64, _ChunkRef, _pread_exact, _Segment, _tracking_chunk, _write_json_atomically, ARGUMENTS_FILE, DEFAULT_SEGMENT_BYTES, DELETED_DIR, EPOCH, segment_filename, StoreError, stream_dirname, STREAMS_DIR)
+from .store_recovery import SegmentRecovery
+from .stream_arguments import SEGMENT_SIZE_KEYS, parse_arguments, parse_duration  # noqa: F401
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SEGMENT_BYTES = 500_000_000
-EPOCH = 1
-SEGMENT_SUFFIX = ".segment"
-ARGUMENTS_FILE = "arguments.json"
-STREAMS_DIR = "streams"
-DELETED_DIR = "deleted"
-
-_SEGMENT_NAME = re.compile(r"([0-9]{20})\.segment")
-_MAX_DIRNAME = 240                  # below NAME_MAX (255) of common file systems
-_U64_MAX = 2 ** 64 - 1
-_I64_MIN, _I64_MAX = -2 ** 63, 2 ** 63 - 1
-_MAX_REFERENCE = 255                # tracking records hold the reference length in one byte
-
-
-class StoreError(Exception):
-    """A storage operation failed (bad argument, I/O error, unknown stream)."""
-
-
-# --- Create arguments -------------------------------------------------------------------------
-
-_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
-_DURATION = re.compile(r"([0-9]+)([YMDhms])", re.ASCII)
-_DAY_MS = 86_400_000
-_UNIT_MS = {"Y": 365 * _DAY_MS, "M": 30 * _DAY_MS, "D": _DAY_MS,
-            "h": 3_600_000, "m": 60_000, "s": 1000}
-
-#: The real server's name for the segment size is "stream-max-segment-size-bytes"; the shorter
-#: form is accepted too.
-SEGMENT_SIZE_KEYS = ("stream-max-segment-size-bytes", "max-segment-size-bytes")
-
-
-def _parse_int(key: str, value: str, minimum: int) -> int:
-    # The real server converts with binary_to_integer (optional sign, ASCII digits, nothing
-    # else); Python's int() would also take spaces and underscores.
-    if not _INT.fullmatch(value):
-        raise ValueError(f"{key}: {value!r} is not an integer")
-    number = int(value)
-    if number < minimum:
-        raise ValueError(f"{key}: {number} is below {minimum}")
-    return number
-
-
-def parse_duration(value: str) -> int:
-    """``max-age`` in milliseconds: a positive integer and one unit of Y M D h m s (a month
-    is 30 days, a year 365), as the real server's x-max-age check accepts."""
-    match = _DURATION.fullmatch(value)
-    if not match or int(match.group(1)) <= 0:
-        raise ValueError(f"max-age: {value!r} is not a duration such as 7D, 12h, 30m or 90s "
-                         "(a positive integer and one of the units Y M D h m s)")
-    return int(match.group(1)) * _UNIT_MS[match.group(2)]
-
-
-def parse_arguments(args: dict[str, str]) -> dict:
-    """Validated Create arguments.
-
-    Returns ``max_length_bytes`` (int or None), ``max_age_ms`` (int or None),
-    ``max_segment_size_bytes`` (int or None: the store's default), ``initial_cluster_size``
-    (int or None), ``queue_leader_locator`` (str or None) and ``other`` (unknown keys, kept as
-    given: the real server ignores them). Raises ValueError naming the bad argument.
-    """
-    out: dict = {"max_length_bytes": None, "max_age_ms": None, "max_segment_size_bytes": None,
-                 "initial_cluster_size": None, "queue_leader_locator": None, "other": {}}
-    for key, value in args.items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise ValueError(f"argument {key!r}: keys and values are strings")
-        if key == "max-length-bytes":
-            out["max_length_bytes"] = _parse_int(key, value, 0)
-        elif key == "max-age":
-            out["max_age_ms"] = parse_duration(value)
-        elif key in SEGMENT_SIZE_KEYS:
-            out["max_segment_size_bytes"] = _parse_int(key, value, 1)
-        elif key == "initial-cluster-size":
-            out["initial_cluster_size"] = _parse_int(key, value, 1)
-        elif key == "queue-leader-locator":
-            out["queue_leader_locator"] = value
-        else:
-            out["other"][key] = value
-    return out
-
-
-# --- files ------------------------------------------------------------------------------------
-
-def stream_dirname(name: str) -> str:
-    quoted = quote(name, safe="")
-    if quoted in (".", "..") or len(quoted) > _MAX_DIRNAME:
-        return "%" + hashlib.sha256(name.encode("utf-8")).hexdigest()
-    return quoted
-
-
-def segment_filename(first_offset: int) -> str:
-    return f"{first_offset:020d}{SEGMENT_SUFFIX}"
-
-
-def _write_json_atomically(path: str, value) -> None:
-    # A crash leaves either the old file or the new one, never a partial one.
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(value, fh, ensure_ascii=False, sort_keys=True)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    fsync_dir(os.path.dirname(path))
-
-
-def _pread_exact(fd: int, length: int, pos: int) -> bytes:
-    parts = []
-    while length > 0:
-        part = os.pread(fd, length, pos)
-        if not part:
-            break
-        parts.append(part)
-        length -= len(part)
-        pos += len(part)
-    return b"".join(parts)
-
-
-def _only_zeros(path: str, start: int) -> bool:
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        while block := fh.read(1 << 20):
-            if block.count(0) != len(block):
-                return False
-    return True
-
-
-def _check_reference(reference: str) -> None:
-    if not isinstance(reference, str):
-        raise StoreError(f"reference {reference!r} is not a string")
-    if len(reference.encode("utf-8")) > _MAX_REFERENCE:
-        raise StoreError(f"reference of more than {_MAX_REFERENCE} bytes cannot be tracked")
-
-
-def _check_u64(what: str, value: int) -> None:
-    if not isinstance(value, int) or not 0 <= value <= _U64_MAX:
-        raise StoreError(f"{what} {value!r} is not an unsigned 64-bit integer")
-
-
-def _check_timestamp(value: int) -> None:
-    if not isinstance(value, int) or not _I64_MIN <= value <= _I64_MAX:
-        raise StoreError(f"timestamp {value!r} is not a signed 64-bit integer")
-
-
-def _tracking_chunk(chunk_type: int, data: bytes, first_offset: int, timestamp: int) -> Chunk:
-    # Tracking chunks hold their records as data (not as entries): one entry, one record,
-    # hence one offset.
-    return Chunk(int(chunk_type), 1, 1, timestamp, EPOCH, first_offset, zlib.crc32(data), data)
-
-
 # --- one stream -------------------------------------------------------------------------------
 
-@dataclass(slots=True, eq=False)
-class _Segment:
-    first_offset: int
-    path: str | None                # None: in memory
-    size: int = 0
-    chunks: int = 0
-    newest_ts: int | None = None    # largest chunk timestamp in it (max-age)
-
-
-@dataclass(slots=True, eq=False)
-class _ChunkRef:
-    first_offset: int
-    num_records: int
-    chunk_type: int
-    timestamp: int
-    segment: _Segment
-    position: int
-    length: int
-    chunk: Chunk | None             # the chunk itself in memory mode only
-
-
-class _BadChunk(Exception):
-    def __init__(self, reason: str, torn: bool) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.torn = torn
-
-
-class StreamLog:
+class StreamLog(SegmentRecovery):
     """One stream: its segments, an index of its chunks, and its tracking state.
 
     Chunk indices are absolute: retention removes a prefix and raises
@@ -579,118 +403,6 @@ class StreamLog:
             fsync_dir(self.directory)
         self._segments.append(segment)
         self._next_offset = first_offset
-
-    def _recover(self) -> dict:
-        """Rebuild the index and the tracking state from the segment files."""
-        found = []
-        for entry in os.listdir(self.directory):
-            match = _SEGMENT_NAME.fullmatch(entry)
-            if match:
-                found.append((int(match.group(1)), os.path.join(self.directory, entry)))
-        found.sort()
-        report = {"chunks": 0, "truncated_bytes": 0, "set_aside": 0}
-        for k, (first, path) in enumerate(found):
-            if self._segments and first != self._next_offset:
-                self._set_aside(found[k:], f"segment {os.path.basename(path)} does not continue "
-                                           f"at offset {self._next_offset}", report)
-                break
-            segment = _Segment(first, path)
-            self._segments.append(segment)
-            if k == 0:
-                self._next_offset = first
-            last = k == len(found) - 1
-            try:
-                bad = self._scan(segment)
-            except OSError as exc:
-                raise StoreError(f"stream {self.name!r}: reading {path}: {exc}") from exc
-            if bad is not None:
-                size = os.path.getsize(path)
-                if not bad.torn and _only_zeros(path, segment.size):
-                    bad.torn = True          # the file grew before its data reached the disk
-                report["truncated_bytes"] += size - segment.size
-                message = (f"stream {self.name!r}: {os.path.basename(path)} truncated at byte "
-                           f"{segment.size} ({size - segment.size} bytes dropped): {bad.reason}")
-                if bad.torn and last:
-                    log.info("%s (torn write at the tail)", message)
-                else:
-                    # Not a crash's torn tail: what follows the damaged chunk may be whole
-                    # confirmed chunks, so the cut-off bytes are kept beside the segment, as
-                    # later segments are (never served, never deleted).
-                    log.warning("%s; the dropped bytes are kept in %s", message,
-                                os.path.basename(self._keep_tail(path, segment.size)))
-                with open(path, "r+b") as fh:
-                    fh.truncate(segment.size)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                self._set_aside(found[k + 1:], "it follows a damaged chunk", report)
-                break
-        report["chunks"] = len(self._refs)
-        if not self._segments:
-            self._new_active_segment(0)
-        else:
-            self._fd = os.open(self._segments[-1].path, os.O_RDWR)
-        return report
-
-    def _scan(self, segment: _Segment) -> _BadChunk | None:
-        """Index every good chunk of one segment; the first bad one is returned."""
-        with open(segment.path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            position = 0
-            while position < size:
-                head = fh.read(HEADER_SIZE)
-                if len(head) < HEADER_SIZE:
-                    return _BadChunk(f"partial chunk header ({len(head)} bytes)", True)
-                fields = HEADER.unpack(head)
-                data_length, trailer_length, bloom_size = fields[8], fields[9], fields[10]
-                length = HEADER_SIZE + bloom_size + data_length + trailer_length
-                if position + length > size:
-                    return _BadChunk(f"chunk of {length} bytes, {size - position} left", True)
-                try:
-                    chunk = parse_chunk(head + fh.read(length - HEADER_SIZE))
-                    if chunk.first_offset != self._next_offset:
-                        raise _BadChunk(f"chunk starts at offset {chunk.first_offset}, "
-                                        f"expected {self._next_offset}", False)
-                    if chunk.num_records < 1:
-                        raise _BadChunk("chunk holds no record", False)
-                    # Trailers are outside the CRC: a damaged one must not be half applied
-                    # (parse_tracking parses everything before _apply_tracking changes state).
-                    self._apply_tracking(chunk)
-                except FrameError as exc:
-                    return _BadChunk(str(exc), position + length == size)
-                except _BadChunk as bad:
-                    bad.torn = position + length == size
-                    return bad
-                self._index(chunk, segment, position, length, None)
-                position += length
-        return None
-
-    @staticmethod
-    def _keep_tail(path: str, start: int) -> str:
-        """Copy ``path`` from byte ``start`` to a new ``<segment>.corrupt-tail[N]``, synced."""
-        target, n = path + ".corrupt-tail", 1
-        while os.path.exists(target):
-            n += 1
-            target = f"{path}.corrupt-tail{n}"
-        with open(path, "rb") as src, open(target, "wb") as dst:
-            src.seek(start)
-            shutil.copyfileobj(src, dst)
-            dst.flush()
-            os.fsync(dst.fileno())
-        return target
-
-    def _set_aside(self, segments: list[tuple[int, str]], why: str, report: dict) -> None:
-        for _, path in segments:
-            target = path + ".corrupt"
-            n = 1
-            while os.path.exists(target):
-                n += 1
-                target = f"{path}.corrupt{n}"
-            log.warning("stream %r: %s set aside as %s: %s", self.name,
-                        os.path.basename(path), os.path.basename(target), why)
-            os.replace(path, target)
-            report["set_aside"] += 1
-        if segments:
-            fsync_dir(self.directory)
 
     # -- closing -----------------------------------------------------------------------------
 

@@ -1,12 +1,13 @@
 """One capture's TCP conversations turned into table rows: the work of the pipeline's tasks,
-in plain Python (no Spark here, so the same code runs in a Spark task, in the plain
-``analyze_file`` and in tests).
+in plain Python (no Spark here, so the same code runs in a Spark task (pipeline/spark_job.py),
+in :func:`analyze_file` (the plain analysis, pipeline/local.py; serve --check-clients), in a
+replay (:class:`LiveFlow`) and in tests).
 
 :class:`FlowAnalyzer` is a reassembly sink (conformance/captures/tcpflows.py). Each connection gets
 the protocol its server port names, a capture decoder per direction (as ``wirecheck decode
 --pcap`` has: conformance/captures/decode.py) and the protocol's observer
 (reference_impl/core/observer.py), fed both directions in the order the bytes were seen.
-It yields rows of three tables (pipeline/schema.py): a ``frames`` row per decoded frame, a
+It yields rows of three tables (pipeline/schema.py names their columns): a ``frames`` row per decoded frame, a
 ``violations`` row per rule broken, a ``flows`` row per connection once both directions end.
 
 Decode errors, as in ``decode --pcap``: a stream error ends its direction, a payload error
@@ -16,9 +17,12 @@ frame (``TRUNCATED`` at its end), which count as flow errors only.
 """
 from __future__ import annotations
 
+from collections import defaultdict
+from functools import lru_cache
 from typing import Callable, Iterable, Iterator, Optional
 
 from wirecheck.conformance.captures.decode import GAP, feed_items, feed_sized
+from wirecheck.conformance.captures.pcapfile import PcapReader
 from wirecheck.conformance.captures.tcpflows import Connection, Stream, TcpReassembler, endpoint
 from wirecheck.reference_impl.core.errors import Category, FrameError
 
@@ -240,7 +244,6 @@ class LiveFlow:
 
     def __init__(self, spec, client: tuple[str, int], server: tuple[str, int], time: float,
                  profile: Optional[str] = None, name: str = "live") -> None:
-        from wirecheck.pipeline.inputs import level
         self.violations: list[dict] = []
         self.flow_row: dict | None = None
         self._analyzer = FlowAnalyzer(name, {server[1]: spec}, self._emit, profile, level)
@@ -308,3 +311,30 @@ def iter_rows(file: str, segments: Iterable, by_port: dict, profile: Optional[st
     sink.closing = True
     reassembler.close(last)
     yield from rows
+
+
+def analyze_file(path: str, by_port: dict, profile: Optional[str] = None) -> dict[str, list[dict]]:
+    """Every row of the capture at ``path``, by table; a capture broken past its header gives
+    the rows of what precedes the break, and ``damaged`` says where and what."""
+    tables: dict[str, list[dict]] = defaultdict(list)
+    with PcapReader(path, tolerant=True) as reader:
+        for table, row in iter_rows(path, reader, by_port, profile, level):
+            tables[table].append(row)
+    if reader.damage is not None:
+        tables["damaged"].append({"file": path, "error": reader.damage, "whole": False})
+    return tables
+
+
+@lru_cache(maxsize=None)
+def _levels() -> dict[str, str]:
+    from wirecheck.conformance.requirements import catalogue
+    from wirecheck.reference_impl.core import registry
+    out: dict[str, str] = {}
+    for spec in registry.all_protocols():
+        out.update({i: r.level for i, r in catalogue(spec.requirements).items()})
+    return out
+
+
+def level(requirement: str) -> str:
+    """MUST / SHOULD / MAY of a requirement ID ("" for an ID in no catalogue)."""
+    return _levels().get(requirement, "")
