@@ -146,6 +146,25 @@ def _running(word: str):
     return lambda _output, procs: any(word in cmd for cmd in procs.values())
 
 
+def _busy(word: str, cpu_seconds: float):
+    """Ready once a process of the run with ``word`` in its command line has used
+    ``cpu_seconds`` of CPU: at work, whatever the machine's load made of the wall-clock time."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def ready(_output, procs) -> bool:
+        for pid, cmd in procs.items():
+            if word in cmd:
+                try:
+                    with open(f"/proc/{pid}/stat", "rb") as fh:
+                        fields = fh.read().rsplit(b")", 1)[-1].split()
+                except OSError:
+                    continue
+                if (int(fields[11]) + int(fields[12])) / tick >= cpu_seconds:     # utime + stime
+                    return True
+        return False
+    return ready
+
+
 def _printed(pattern: str):
     return lambda output, _procs: re.search(pattern, output, re.M) is not None
 
@@ -233,11 +252,24 @@ def test_replay(tmp_path, sig, to_group):
 
 @pytest.mark.parametrize(("sig", "to_group"), SIGNALS)
 def test_live_fuzz(tmp_path, sig, to_group):
+    # stopped once cases went out (the first progress line comes after 10 s of the campaign)
     out, _ = _stopped_run(_wirecheck("fuzz", "--protocol", "blipmq", "--command", SERVE, "--time", "300",
                                      "--findings", str(tmp_path / "f"), "--json"), tmp_path,
-                          _after(2.0, _running("wirecheck serve")), sig, to_group)
+                          _printed(r'^\{"progress": true'), sig, to_group)
     summary = json.loads([line for line in out.splitlines() if line.startswith('{"mode"')][-1])
     assert summary["interrupted"]["signal"] == signal.Signals(sig).name and summary["execs"] > 0
+
+
+def test_live_fuzz_stopped_while_it_starts(tmp_path):
+    """A signal before the first case (the target starting, the seeds loading): the summary still
+    comes, saying so."""
+    out, _ = _stopped_run(_wirecheck("fuzz", "--protocol", "blipmq", "--command", SERVE, "--time", "300",
+                                     "--findings", str(tmp_path / "f"), "--json"), tmp_path,
+                          # the target starting (the fuzz command's own line names it too)
+                          lambda _out, procs: any(c.split()[1:4] == ["-m", "wirecheck", "serve"] for c in procs.values()),
+                          signal.SIGTERM, False)
+    summary = json.loads([line for line in out.splitlines() if line.startswith('{"mode"')][-1])
+    assert summary["interrupted"]["signal"] == "SIGTERM"
 
 
 @pytest.mark.parametrize(("sig", "to_group"), SIGNALS)
@@ -246,7 +278,7 @@ def test_fuzz_campaign(tmp_path, sig, to_group):
     out_file = tmp_path / "camp.json"
     _stopped_run(_wirecheck("fuzz", "--all", "--protocol", "blipmq", "--time", "600", "--jobs", "2",
                             "--out", str(out_file), "--findings", str(tmp_path / "f"), "--workdir", str(tmp_path / "w")),
-                 tmp_path, _after(3.0, _running("fuzz_blipmq")), sig, to_group)
+                 tmp_path, _busy("fuzz_blipmq", 3.0), sig, to_group)
     doc = json.loads(out_file.read_text())
     assert doc["interrupted"]["signal"] == signal.Signals(sig).name and doc["interrupted"]["not_run"] >= 1
     ran = [j for j in doc["jobs"] if j.get("execs")]

@@ -62,7 +62,7 @@ def _seed_problem(target, data: bytes):
     if target.seeds == "mm2-handshake":
         # A client's side (offer, final, frames) or a server's (reply or ERROR, frames), read
         # whole without an error in some profile.
-        from wirecheck.fuzz.harness_mm2 import PROFILES, decode_events, make
+        from wirecheck.fuzz.harnesses.mm2 import PROFILES, decode_events, make
         for handshakes in (2, 1):
             for profile in PROFILES:
                 events = decode_events(data, [len(data)], make(profile, handshakes))
@@ -71,7 +71,7 @@ def _seed_problem(target, data: bytes):
                     return None
         return "neither a client's nor a server's side that decodes"
     if target.seeds == "mm2-session":              # the offer first, in the profile the target picks
-        from wirecheck.fuzz.harness_mm2 import profile_of
+        from wirecheck.fuzz.harnesses.mm2 import profile_of
         profile, stream = profile_of(data)
         decoder = mm2_codec.make_decoder(origin="client", profile=profile)
         decoder.receive(stream)
@@ -84,7 +84,7 @@ def _seed_problem(target, data: bytes):
         vibemq_codec.parse_message(data)
         return None
     if target.seeds == "http-stream":               # one captured direction, HTTP or raw
-        from wirecheck.fuzz.harness_transport import capture_events
+        from wirecheck.fuzz.harnesses.transport import capture_events
         events, decoder = capture_events([data])
         if not events or decoder.broken or isinstance(events[-1], tuple):
             return f"does not decode to the end: {events[-1:]}"
@@ -104,7 +104,7 @@ def _seed_problem(target, data: bytes):
     if target.seeds == "capture":                   # a capture file, maybe gzip-compressed
         import gzip
         import io
-        from wirecheck.fuzz.harness_capture import read_capture
+        from wirecheck.fuzz.harnesses.capture import read_capture
         segments, error, (records, _) = read_capture(io.BytesIO(
             gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data))
         return error if error is not None else None if records else "no records"

@@ -7,7 +7,7 @@ import json
 
 from wirecheck.cli import build_parser
 from wirecheck.cli import fuzz as command
-from wirecheck.fuzz import mutate
+from wirecheck.fuzz.live import mutate
 
 
 def _fuzz(*argv):

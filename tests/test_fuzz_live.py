@@ -1,4 +1,4 @@
-"""The network fuzzer (wirecheck/fuzz/live.py) and ``wirecheck fuzz``: planted faults are found, saved
+"""The network fuzzer (wirecheck/fuzz/live/fuzzer.py) and ``wirecheck fuzz``: planted faults are found, saved
 and reproduced with one command; the reference brokers survive a short run; the CLI's JSON
 summary and the campaign runner."""
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from wirecheck.conformance.target import liveness
-from wirecheck.fuzz.live import CRASH, HANG, VIOLATION, LiveFuzzer, LiveOptions, ManagedTarget, signature
-from wirecheck.fuzz.live_seeds import load_seeds, split_frames
+from wirecheck.fuzz.live.fuzzer import CRASH, HANG, VIOLATION, LiveFuzzer, LiveOptions, ManagedTarget, signature
+from wirecheck.fuzz.live.seeds import load_seeds, split_frames
 from wirecheck.fuzz.minimize import minimize
-from wirecheck.fuzz.mutate import Mutator, load_dictionary
+from wirecheck.fuzz.live.mutate import Mutator, load_dictionary
 from wirecheck.reference_impl.blipmq import codec as blip
 from wirecheck.reference_impl.core import registry
 
@@ -191,7 +191,7 @@ def test_cli_live_json_progress_lines(tmp_path, monkeypatch, capsys):
 
 
 def test_variant_shape_is_the_last_frames_sent():
-    from wirecheck.fuzz.live import frame_kinds
+    from wirecheck.fuzz.live.fuzzer import frame_kinds
     frames = [blip.encode(blip.Hello(1)), blip.encode(blip.Auth(2, "dev-key")), b"\x00\x00\x00\x02\xff"]
     kinds = frame_kinds(BLIP, frames)
     assert kinds == "AUTH, ?", kinds
@@ -293,7 +293,7 @@ def test_inprocess_finding_signatures():
 
 
 def test_planted_crash_over_websocket_is_found_and_reproduces(tmp_path):
-    """SignalR over negotiate + WebSocket (fuzz/live_ws.py): a hub that aborts on a protocol
+    """SignalR over negotiate + WebSocket (fuzz/live/websocket.py): a hub that aborts on a protocol
     error is found, replayed three times with one signature; the reference hub over the same
     transport survives a short run."""
     target = ManagedTarget([sys.executable, str(ROOT / "tests" / "signalr_ws_crash.py"), "{port}"])

@@ -1,4 +1,4 @@
-"""The network fuzzer's mutator (wirecheck/fuzz/mutate.py) on the short frames that broke it: a
+"""The network fuzzer's mutator (wirecheck/fuzz/live/mutate.py) on the short frames that broke it: a
 deletion can empty a frame of 8 bytes or less, and the next change of the same frame then
 picked a position in nothing (``ValueError: empty range for randrange()``, which took a
 campaign against a real BlipMQ daemon down after two minutes)."""
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.fuzz import code_fields
-from wirecheck.fuzz.mutate import Mutator, load_dictionary
+from wirecheck.fuzz.live import code_fields
+from wirecheck.fuzz.live.mutate import Mutator, load_dictionary
 
 DICTIONARY = Path(__file__).resolve().parent.parent / "wirecheck" / "fuzz" / "dictionaries" / "blipmq.dict"
 

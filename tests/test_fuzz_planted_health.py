@@ -1,4 +1,4 @@
-"""Spin and growth findings of the network fuzzer (wirecheck/fuzz/live_health.py, live_replay.py)
+"""Spin and growth findings of the network fuzzer (wirecheck/fuzz/live/health.py, live_replay.py)
 against tests/planted_servers.py: a thread that keeps a core busy after the input, and 32 MiB
 kept for good per input, are found while fuzzing, replayed on fresh targets 3 of 3, measured
 as the suites measure them (conformance/target/health.py)."""
@@ -11,7 +11,7 @@ import pytest
 
 from wirecheck.conformance.target import health as target_health
 from tests.test_fuzz_planted import BLIP, TRIGGERS, assert_all_reproduced, meta, planted
-from wirecheck.fuzz.live import LiveFuzzer, LiveOptions
+from wirecheck.fuzz.live.fuzzer import LiveFuzzer, LiveOptions
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -55,7 +55,7 @@ def test_a_growth_lead_points_at_the_latest_large_rise(monkeypatch):
     """Two inputs that each keep 32 MiB rise by amounts that differ by noise; the lead's moment
     is the later one (the campaign may no longer hold the connections before the earlier): a CI
     run filed "growth: ?" with nothing to replay when the first rise was the larger."""
-    from wirecheck.fuzz import live_health
+    from wirecheck.fuzz.live import health as live_health
     watch = live_health.HealthWatch()
     kb = iter([100_000, 133_000, 133_500, 166_000])
     monkeypatch.setattr(live_health.health, "resources", lambda pgid: {"rss_kb": next(kb), "fds": 5})

@@ -1,4 +1,4 @@
-"""wirecheck/fuzz/untraced.py: the whole reading of a frame-decoder target runs the decoder's code as
+"""wirecheck/fuzz/harnesses/untraced.py: the whole reading of a frame-decoder target runs the decoder's code as
 compiled, without atheris's tracing, and the traced code is back after it."""
 import importlib
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.fuzz.untraced import _MARK, Untraced
+from wirecheck.fuzz.harnesses.untraced import _MARK, Untraced
 
 atheris = pytest.importorskip("atheris")
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,8 +130,8 @@ def test_without_instrumentation_it_switches_nothing(tmp_path, monkeypatch):
 CHECK = '''
 import json, runpy, sys
 from pathlib import Path
-import wirecheck.fuzz.target_setup as setup
-from wirecheck.fuzz import untraced as U
+import wirecheck.fuzz.harnesses.target_setup as setup
+from wirecheck.fuzz.harnesses import untraced as U
 from wirecheck.fuzz.targets import TARGETS
 setup.fuzz = lambda test_one_input: None         # import the target, do not start libFuzzer
 target = runpy.run_path(f"wirecheck/fuzz/fuzz_{NAME}.py", run_name="__main__")

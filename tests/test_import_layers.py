@@ -97,7 +97,7 @@ def test_the_layers_have_no_circle():
 def test_the_layer_check_catches_an_import_against_it():
     # the reference implementation importing the suite's connections would be against it
     assert "conformance.target" not in LAYERS[unit("wirecheck.reference_impl.blipmq.codec")]
-    assert "cli" not in LAYERS[unit("wirecheck.fuzz.live")]
+    assert "cli" not in LAYERS[unit("wirecheck.fuzz.live.fuzzer")]
     assert "pipeline" not in LAYERS[unit("wirecheck.conformance.captures.replay_flow")]
 
 

@@ -1,4 +1,4 @@
-"""The corpora of the fuzz targets over the kit's user inputs (wirecheck/fuzz/harness_inputs.py:
+"""The corpora of the fuzz targets over the kit's user inputs (wirecheck/fuzz/harnesses/inputs.py:
 real files and broken ones) through the commands that read them: each ends with a documented
 exit status, says what is wrong with an input in one line, and never prints a traceback."""
 from __future__ import annotations

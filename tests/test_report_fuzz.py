@@ -35,7 +35,7 @@ def inputs(tmp_path_factory):
 def with_findings(doc: dict) -> dict:
     """The real campaign a day earlier, with what a bad night finds: an in-process crash found
     by two jobs and minimized (its signature carries markup, quotes and control bytes, as a
-    target's bytes can), a live crash with its reproduce command (the shape wirecheck/fuzz/live.py and
+    target's bytes can), a live crash with its reproduce command (the shape wirecheck/fuzz/live/fuzzer.py and
     wirecheck/fuzz/campaign.py give it), and a job that failed."""
     doc = copy.deepcopy(doc)
     doc["started"] -= DAY

@@ -207,7 +207,7 @@ def _json_progress(seconds: float):
 def _live(args, spec, seconds: float) -> int:
     from pathlib import Path
 
-    from wirecheck.fuzz.live import LiveFuzzer, LiveOptions, ManagedTarget
+    from wirecheck.fuzz.live.fuzzer import LiveFuzzer, LiveOptions, ManagedTarget
     profile = args.profile
     if profile is not None:
         # read as the suites read it (conformance/profiles.py): a file's ``extends`` names the
@@ -256,6 +256,19 @@ def _live(args, spec, seconds: float) -> int:
     except RuntimeError as exc:
         print(f"wirecheck fuzz: {exc}", file=sys.stderr)
         return EXIT_HARNESS
+    except KeyboardInterrupt:
+        # stopped before the campaign began (the target starting, the seeds loading): nothing
+        # was sent; the summary still says so, for a caller that reads it
+        from wirecheck.conformance import cli_signals
+        summary = {"mode": "live", "protocol": spec.id, "profile": profile, "execs": 0, "findings": [],
+                   "not_reproduced": [], "kit_error": None, "stopped": "",
+                   "interrupted": {"signal": cli_signals.signal_name(), "during": "start-up"}}
+        if args.json:
+            print(json.dumps(summary), flush=True)
+        else:
+            print(f"wirecheck fuzz: {summary['interrupted']['signal']}: stopped before any case was sent",
+                  file=sys.stderr)
+        return cli_signals.exit_status()
     finally:
         if managed is not None:
             managed.close()

@@ -1,4 +1,4 @@
-"""atheris target: the BlipMQ frame decoder, whole vs chunked reads (fuzz/harness.py). Re-encoding
+"""atheris target: the BlipMQ frame decoder, whole vs chunked reads (fuzz/harnesses/base.py). Re-encoding
 the frames is fuzz_blipmq_roundtrip.py's, on the same corpus.
 
 Run: ``python wirecheck/fuzz/fuzz_blipmq_decoder.py NEW_DIR wirecheck/fuzz/corpora/blipmq -dict=wirecheck/fuzz/dictionaries/blipmq.dict``
@@ -10,10 +10,10 @@ from pathlib import Path
 if not __package__:          # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wirecheck.fuzz.target_setup import UNDER_TEST, fuzz, instrumented  # noqa: E402
+from wirecheck.fuzz.harnesses.target_setup import UNDER_TEST, fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__, UNDER_TEST):
-    from wirecheck.fuzz.harness import decoder_one_input, decoder_untraced
+    from wirecheck.fuzz.harnesses.base import decoder_one_input, decoder_untraced
     from wirecheck.reference_impl.core import registry
 
 SPEC = registry.get("blipmq")

@@ -1,5 +1,5 @@
 """atheris target: BlipMQ's recovery from its write-ahead log (reference_impl/blipmq/wal.py),
-over fuzz/harness_wal.py: the input is the log file.
+over fuzz/harnesses/wal.py: the input is the log file.
 
 Checks: recovery refuses the file (WalCorruption) or succeeds; the log it compacts reads back
 and recovers to the same state; appends go on after it.
@@ -13,10 +13,10 @@ from pathlib import Path
 if not __package__:          # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wirecheck.fuzz.target_setup import fuzz, instrumented  # noqa: E402
+from wirecheck.fuzz.harnesses.target_setup import fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__):
-    from wirecheck.fuzz.harness_wal import wal_one_input
+    from wirecheck.fuzz.harnesses.wal import wal_one_input
 
 
 def TestOneInput(data: bytes) -> None:

@@ -1,5 +1,5 @@
 """atheris target: a network fuzzer finding's metadata (X.json beside X.bin), as wirecheck replay reads it
-(fuzz/harness_inputs.py says what is checked).
+(fuzz/harnesses/inputs.py says what is checked).
 
 Run: ``python -m wirecheck.fuzz.run_smoke --target input_finding`` (on a copy of its corpus).
 """
@@ -9,10 +9,10 @@ from pathlib import Path
 if not __package__:          # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wirecheck.fuzz.target_setup import fuzz, instrumented  # noqa: E402
+from wirecheck.fuzz.harnesses.target_setup import fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__):
-    from wirecheck.fuzz.harness_inputs import finding_one_input
+    from wirecheck.fuzz.harnesses.inputs import finding_one_input
 
 
 def TestOneInput(data: bytes) -> None:

@@ -1,5 +1,5 @@
 """atheris target: a file given to wirecheck report (result file, campaign or analysis summary) and the HTML report made of it
-(fuzz/harness_inputs.py says what is checked).
+(fuzz/harnesses/inputs.py says what is checked).
 
 Run: ``python -m wirecheck.fuzz.run_smoke --target input_report`` (on a copy of its corpus).
 """
@@ -9,10 +9,10 @@ from pathlib import Path
 if not __package__:          # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wirecheck.fuzz.target_setup import fuzz, instrumented  # noqa: E402
+from wirecheck.fuzz.harnesses.target_setup import fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__):
-    from wirecheck.fuzz.harness_inputs import report_one_input
+    from wirecheck.fuzz.harnesses.inputs import report_one_input
 
 
 def TestOneInput(data: bytes) -> None:

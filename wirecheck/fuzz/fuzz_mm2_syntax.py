@@ -1,6 +1,6 @@
 """atheris target: Micromessage2's text syntaxes fed directly, every line through every parser:
 extension lists and COMMAND payloads (strict and lenient FIELDs), MESSAGE properties, filters
-and URL-decoding (reference_impl/micromessage2/syntax.py, filters.py), over fuzz/harness_nested.py.
+and URL-decoding (reference_impl/micromessage2/syntax.py, filters.py), over fuzz/harnesses/nested.py.
 
 Checks: only FrameError (syntax) and FilterError (filters) escape; what parses re-formats to
 text that parses the same, a filter's ``str`` included; filters match any properties without
@@ -15,10 +15,10 @@ from pathlib import Path
 if not __package__:          # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wirecheck.fuzz.target_setup import fuzz, instrumented  # noqa: E402
+from wirecheck.fuzz.harnesses.target_setup import fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__):
-    from wirecheck.fuzz.harness_nested import mm2_syntax_one_input
+    from wirecheck.fuzz.harnesses.nested import mm2_syntax_one_input
 
 
 def TestOneInput(data: bytes) -> None:

@@ -1,6 +1,6 @@
 """atheris target: the kit's capture reading, pcap and pcapng, plain and gzip-compressed
 (conformance/captures/pcapfile.py), and TCP reassembly (conformance/captures/tcpflows.py), over
-fuzz/harness_capture.py.
+fuzz/harnesses/capture.py.
 
 Checks: only CaptureFormatError escapes the reader; a capture reads alike from a file object,
 by path, and gzip-compressed; each segment is sane; reassembly keeps its sink contract (opened
@@ -15,10 +15,10 @@ from pathlib import Path
 if not __package__:          # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wirecheck.fuzz.target_setup import fuzz, instrumented  # noqa: E402
+from wirecheck.fuzz.harnesses.target_setup import fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__):
-    from wirecheck.fuzz.harness_capture import pcap_one_input
+    from wirecheck.fuzz.harnesses.capture import pcap_one_input
 
 
 def TestOneInput(data: bytes) -> None:

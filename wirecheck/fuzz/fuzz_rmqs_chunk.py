@@ -1,4 +1,4 @@
-"""atheris target: the Osiris chunk parser, its entries and gzip sub-batches (fuzz/harness.py).
+"""atheris target: the Osiris chunk parser, its entries and gzip sub-batches (fuzz/harnesses/base.py).
 
 Run: ``python wirecheck/fuzz/fuzz_rmqs_chunk.py NEW_DIR wirecheck/fuzz/corpora/rabbitmq-stream-chunk -dict=wirecheck/fuzz/dictionaries/rabbitmq-stream.dict``
 (``python -m wirecheck.fuzz.run_smoke`` does it on a copy of the corpus).
@@ -9,10 +9,10 @@ from pathlib import Path
 if not __package__:          # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wirecheck.fuzz.target_setup import fuzz, instrumented  # noqa: E402
+from wirecheck.fuzz.harnesses.target_setup import fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__):
-    from wirecheck.fuzz.harness import rmqs_chunk_one_input
+    from wirecheck.fuzz.harnesses.base import rmqs_chunk_one_input
 
 
 def TestOneInput(data: bytes) -> None:

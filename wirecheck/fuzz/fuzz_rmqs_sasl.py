@@ -1,5 +1,5 @@
 """atheris target: the SASL responses a RabbitMQ Stream broker reads from SaslAuthenticate,
-PLAIN and AMQPLAIN (reference_impl/rabbitmq_stream/sasl.py), over fuzz/harness_nested.py.
+PLAIN and AMQPLAIN (reference_impl/rabbitmq_stream/sasl.py), over fuzz/harnesses/nested.py.
 
 Checks: malformed data is None (answered with SASL error), never an exception; what parses is
 two strings.
@@ -13,10 +13,10 @@ from pathlib import Path
 if not __package__:          # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wirecheck.fuzz.target_setup import fuzz, instrumented  # noqa: E402
+from wirecheck.fuzz.harnesses.target_setup import fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__):
-    from wirecheck.fuzz.harness_nested import rmqs_sasl_one_input
+    from wirecheck.fuzz.harnesses.nested import rmqs_sasl_one_input
 
 
 def TestOneInput(data: bytes) -> None:

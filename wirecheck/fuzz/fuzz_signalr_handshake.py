@@ -1,6 +1,6 @@
 """atheris target: the SignalR handshake read as a client's, a server's or either's (guessed), in
 both profiles, and whatever follows it; whole vs chunked reads, messages re-encode
-(fuzz/harness_signalr.py).
+(fuzz/harnesses/signalr.py).
 
 Run: ``python wirecheck/fuzz/fuzz_signalr_handshake.py NEW_DIR wirecheck/fuzz/corpora/signalr-json -dict=wirecheck/fuzz/dictionaries/signalr.dict``
 (``python -m wirecheck.fuzz.run_smoke --target signalr_handshake`` does it on a copy of the corpus).
@@ -11,10 +11,10 @@ from pathlib import Path
 if not __package__:          # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wirecheck.fuzz.target_setup import fuzz, instrumented  # noqa: E402
+from wirecheck.fuzz.harnesses.target_setup import fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__):
-    from wirecheck.fuzz.harness_signalr import handshake_one_input
+    from wirecheck.fuzz.harnesses.signalr import handshake_one_input
 
 
 def TestOneInput(data: bytes) -> None:

@@ -1,5 +1,5 @@
 """atheris target: SignalR's capture decoder, HTTP/1.1 + WebSocket around the hub messages, or
-the raw transport (reference_impl/signalr/http_transport.py), over fuzz/harness_transport.py.
+the raw transport (reference_impl/signalr/http_transport.py), over fuzz/harnesses/transport.py.
 
 Checks: only FrameError escapes; whole and chunked decoding give the same frames, hub messages
 and errors (decoding goes on after a bad hub message) as client, server or either, in both hub
@@ -15,10 +15,10 @@ from pathlib import Path
 if not __package__:          # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wirecheck.fuzz.target_setup import fuzz, instrumented  # noqa: E402
+from wirecheck.fuzz.harnesses.target_setup import fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__):
-    from wirecheck.fuzz.harness_transport import http_one_input
+    from wirecheck.fuzz.harnesses.transport import http_one_input
 
 
 def TestOneInput(data: bytes) -> None:

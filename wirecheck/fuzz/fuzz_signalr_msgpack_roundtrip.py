@@ -1,7 +1,7 @@
 """atheris target: every message the SignalR registry's default decoder reads from a client's
 stream (JSON handshake, then VarInt-prefixed MessagePack records), whole, re-encodes to bytes
 that decode to a message encoding to the same bytes, alone and after the messages before it
-(fuzz/harness_signalr.py ``stream_roundtrip_one_input``); the frame-decoder target's corpus.
+(fuzz/harnesses/signalr.py ``stream_roundtrip_one_input``); the frame-decoder target's corpus.
 
 Run: ``python wirecheck/fuzz/fuzz_signalr_msgpack_roundtrip.py NEW_DIR wirecheck/fuzz/corpora/signalr-msgpack -dict=wirecheck/fuzz/dictionaries/signalr.dict``
 (``python -m wirecheck.fuzz.run_smoke --target signalr_msgpack_roundtrip`` does it on a copy of the corpus).
@@ -12,10 +12,10 @@ from pathlib import Path
 if not __package__:          # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wirecheck.fuzz.target_setup import fuzz, instrumented  # noqa: E402
+from wirecheck.fuzz.harnesses.target_setup import fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__):
-    from wirecheck.fuzz.harness_signalr import stream_roundtrip_one_input
+    from wirecheck.fuzz.harnesses.signalr import stream_roundtrip_one_input
     from wirecheck.reference_impl.signalr.constants import MESSAGEPACK
 
 

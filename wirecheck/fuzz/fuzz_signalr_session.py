@@ -16,10 +16,10 @@ from pathlib import Path
 if not __package__:          # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wirecheck.fuzz.target_setup import fuzz, instrumented  # noqa: E402
+from wirecheck.fuzz.harnesses.target_setup import fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__):
-    from wirecheck.fuzz.harness import SIZE_BYTES, read_sizes
+    from wirecheck.fuzz.harnesses.base import SIZE_BYTES, read_sizes
     from wirecheck.reference_impl.signalr import codec
     from wirecheck.reference_impl.signalr.messages import Close, HandshakeResponse
     from wirecheck.reference_impl.signalr.session import HubConfig, HubSession

@@ -1,5 +1,5 @@
 """atheris target: a whole VibeMQ server session (reference_impl/vibemq/session.py) in memory
-over its own broker state, fed in reads chosen by the input's first bytes (fuzz/harness.py
+over its own broker state, fed in reads chosen by the input's first bytes (fuzz/harnesses/base.py
 ``read_sizes``), the fake clock advancing by a step its 10th byte chooses (in a seed, the
 first character of the Connect's id: a byte the fuzzer can change without breaking the
 framing, unlike the 5th, the flags byte), with a tick after every read (ack timeouts, retries, dead letters, TTL run on it). A last byte ``R`` picks the
@@ -13,7 +13,7 @@ Pong and Error; a closed session sends nothing.
 
 Run: ``python wirecheck/fuzz/fuzz_vibemq_session.py NEW_DIR wirecheck/fuzz/corpora/vibemq-session -dict=wirecheck/fuzz/dictionaries/vibemq.dict``
 (``python -m wirecheck.fuzz.run_smoke --target vibemq_session`` does it on a copy of the corpus; the
-seeds are written by ``python -m wirecheck.fuzz.make_vibemq_session_corpus``).
+seeds are written by ``python -m wirecheck.fuzz.builders.vibemq_session_corpus``).
 """
 import sys
 from pathlib import Path
@@ -21,10 +21,10 @@ from pathlib import Path
 if not __package__:          # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from wirecheck.fuzz.target_setup import fuzz, instrumented  # noqa: E402
+from wirecheck.fuzz.harnesses.target_setup import fuzz, instrumented  # noqa: E402
 
 with instrumented(__name__):
-    from wirecheck.fuzz.harness import read_sizes
+    from wirecheck.fuzz.harnesses.base import read_sizes
     from wirecheck.reference_impl.vibemq import codec
     from wirecheck.reference_impl.vibemq.constants import CommandType as T
     from wirecheck.reference_impl.vibemq.session import SessionConfig, VibeSession

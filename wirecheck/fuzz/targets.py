@@ -99,7 +99,7 @@ TARGETS = {t.name: t for t in (
     FuzzTarget("rmqs_sasl", "nested", "wirecheck.fuzz.fuzz_rmqs_sasl", "rabbitmq-stream-sasl", "rabbitmq-stream.dict",
                "rabbitmq-stream", seeds="sasl"),
     FuzzTarget("pcap", "nested", "wirecheck.fuzz.fuzz_pcap", "pcap", "pcap.dict", "", seeds="capture"),
-    # what else the kit reads from its users (fuzz/harness_inputs.py): real and broken files
+    # what else the kit reads from its users (fuzz/harnesses/inputs.py): real and broken files
     FuzzTarget("input_profile", "nested", "wirecheck.fuzz.fuzz_input_profile", "input-profile", "input-profile.dict",
                "", seeds="user-file"),
     FuzzTarget("input_report", "nested", "wirecheck.fuzz.fuzz_input_report", "input-report", "input-json.dict",

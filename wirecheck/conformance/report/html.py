@@ -580,7 +580,7 @@ def _findings_table(c: Campaign) -> str:
 
 
 def _not_reproduced(c: Campaign) -> str:
-    """The network jobs' events that a freshly started target never gave back (fuzz/live.py's
+    """The network jobs' events that a freshly started target never gave back (fuzz/live/fuzzer.py's
     ``not_reproduced``): not findings, but a user who killed the target or ran out of memory
     by hand must see that the kit saw it and what it did with it."""
     rows = []

@@ -1,5 +1,5 @@
 """What a target that the kit runs says about its own failure: the network fuzzer groups its
-findings by it (fuzz/live.py), and a suite's CRASH names it (held_reports.py), so that one root
+findings by it (fuzz/live/fuzzer.py), and a suite's CRASH names it (held_reports.py), so that one root
 cause is one finding, however many inputs or tests reach it.
 
 A crash's key is the target's evidence, never the fuzzer's input: its exit status (``exit code

@@ -2,7 +2,7 @@
 registry's ``liveness`` slot: a PING, a PeerProperties, a Connect, a handshake offer...) and
 must get at least one frame the reference decoder reads, within the timeout.
 
-Shared by the network fuzzer (fuzz/live.py: crash and hang detection after every case) and
+Shared by the network fuzzer (fuzz/live/fuzzer.py: crash and hang detection after every case) and
 byte-file replay (conformance/captures/replay.py: does the target survive a finding?). Statuses:
 
 - ``ok``: a frame came back;
