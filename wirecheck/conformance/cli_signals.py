@@ -125,6 +125,17 @@ def wait_child(proc, grace: float = PASS_ON_GRACE) -> tuple[int, bool]:
             return proc.wait(), True
 
 
+def _communicate(proc, timeout: float | None) -> tuple[str, str]:
+    """``proc.communicate(timeout)``; past the timeout its process group is killed and
+    TimeoutExpired raised, as subprocess.run does (it kills only the child)."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+
+
 def run_child(argv: list[str], timeout: float | None = None, grace: float = PASS_ON_GRACE,
               **popen) -> subprocess.CompletedProcess:
     """subprocess.run with the output captured (text), for a child that stops on a signal the
@@ -136,11 +147,7 @@ def run_child(argv: list[str], timeout: float | None = None, grace: float = PASS
                           start_new_session=True, **popen) as proc:
         stopped = False
         try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise
+            out, err = _communicate(proc, timeout)
         except KeyboardInterrupt:
             stopped = True
             try:
@@ -179,12 +186,7 @@ class Children:
         """subprocess.run with the output captured (text); TimeoutExpired as it raises it, the
         child's process group killed."""
         with self.started(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen) as proc:
-            try:
-                out, err = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.communicate()
-                raise
+            out, err = _communicate(proc, timeout)
         return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
     def pass_on(self, signum: int | None = None) -> list:
