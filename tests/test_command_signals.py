@@ -119,6 +119,13 @@ def _stopped_run(argv: list[str], cwd: Path, ready, sig: int, to_group: bool,
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
+            # a failed run: what it started in sessions of their own (its target) is not in its
+            # group, and must not outlive the test either
+            for pid in _marked(marker):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
     assert run.returncode == 128 + sig, output[-3000:]
     assert took < STOP_WITHIN, (took, output[-2000:])
     deadline = time.monotonic() + 5
