@@ -55,6 +55,21 @@ class IgnoresProtocolErrors(HubSession):
             return
         super()._protocol_error(out, category, message)
 
+    def receive(self, data, now):
+        # The base loop stops reading at a malformed record (it closes the connection then):
+        # this hub goes on with whatever followed it in the same read, as it would had the
+        # records come in reads of their own (the suite's Echo sent behind the error often
+        # shares a read with it on a busy machine). Each pass consumes the bad record.
+        out = super().receive(data, now)
+        for _ in range(10_000):
+            errors = len(self.errors)
+            if self.phase != "open" or not self.decoder.buffered or self.decoder.broken:
+                break
+            out += super().receive(b"", now)
+            if len(self.errors) == errors:
+                break
+        return out
+
 
 class ClosesWithoutCloseMessage(HubSession):
     """Closes on a protocol error without announcing it with a Close message: a SHOULD broken
