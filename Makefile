@@ -29,10 +29,10 @@ real-peers:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rabbitmq-server || \
 	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rabbitmq-server; }
 
-# The real @microsoft/signalr client (+ MessagePack protocol) for tests/test_signalr_real_clients.py,
-# pinned by tests/signalr_js/package-lock.json, run with the machine's node. Re-installed only
+# The real @microsoft/signalr client (+ MessagePack protocol) for tests/reference_impl/signalr/test_signalr_real_clients.py,
+# pinned by tests/support/signalr_js/package-lock.json, run with the machine's node. Re-installed only
 # when the package files change.
-SIGNALR_JS := tests/signalr_js
+SIGNALR_JS := tests/support/signalr_js
 signalr-clients: $(SIGNALR_JS)/node_modules/.installed
 
 $(SIGNALR_JS)/node_modules/.installed: $(SIGNALR_JS)/package.json $(SIGNALR_JS)/package-lock.json
@@ -58,17 +58,17 @@ $(CLIENTS_JS)/node_modules/.installed: $(CLIENTS_JS)/package.json $(CLIENTS_JS)/
 # The conformance matrix of real implementations (tools/matrix.py): the server suite against
 # RabbitMQ 3.10.8 and aiosignalr's hub, check-client with the drivers of examples/check-client/
 # against the real clients; reports/matrix/index.html and matrix.json. Not part of `make test`
-# (tests/test_matrix.py runs one server and two clients of it).
+# (tests/conformance/suites/test_rmqs_suite_real.py runs one server and two clients of it).
 matrix: install real-peers clients
 	$(PY) tools/matrix.py --out reports/matrix
 
-# Headless Chromium for the report test (tests/test_reports.py opens index.html in it).
+# Headless Chromium for the report test (tests/conformance/report/test_reports.py opens index.html in it).
 browser:
 	test -x /usr/bin/chromium-headless-shell || \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium-headless-shell || \
 	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium-headless-shell; }
 
-# tshark and dumpcap for the tests that capture real peers on loopback (tests/tshark_capture.py).
+# tshark and dumpcap for the tests that capture real peers on loopback (tests/support/tshark_capture.py).
 # The package's debconf question (may non-root users capture?) is answered "no" beforehand.
 tshark:
 	command -v tshark >/dev/null || { \
@@ -121,7 +121,7 @@ bench: install real-peers
 # in reports/soak.json and reports/soak/; `make test` runs their quick versions.
 soak: install real-peers
 	$(PY) -m soak.run --out reports/soak.json
-	WIRECHECK_FUZZ_SOAK=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_fuzz_soak.py
+	WIRECHECK_FUZZ_SOAK=1 $(PY) -m pytest -q -p no:cacheprovider tests/fuzz/live/test_fuzz_soak.py
 
 # Record the capture corpus again (captures/<protocol>/*.pcap.gz and MANIFEST.json); real
 # SignalR clients need `make signalr-clients`.

@@ -78,7 +78,7 @@ def run(quick: bool = False) -> list[dict]:
         import rstream  # noqa: F401
     except ImportError:
         return [result("rmqs.broker.skipped (rstream not installed)", 0, "")]
-    from tests.blipmq_proc import BrokerProcess
+    from tests.support.blipmq_proc import BrokerProcess
     from tools.rabbitmq_real import RealRabbitMQ, available
 
     n = 5_000 if quick else 100_000

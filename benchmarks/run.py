@@ -35,7 +35,7 @@ from wirecheck.conformance.atomic_file import write_json  # noqa: E402
 #: to 500 MB, about nine minutes, where its goals apply; this keeps ``make bench`` within its
 #: ten). --quick leaves
 #: the pipeline out: three Spark start-ups are more than a smoke run's budget
-#: (tests/test_bench_pipeline.py runs it small).
+#: (tests/project/test_bench_pipeline.py runs it small).
 PIPELINE_MB = 150.0
 
 

@@ -1,6 +1,6 @@
 """A crash is charged to the test that caused it, whatever ``-n``: the BlipMQ suite against the
-planted servers of tests/planted_servers.py, and the SignalR suite against
-tests/planted_signalr.py, started by ``--target-command``.
+planted servers of tests/support/planted_servers.py, and the SignalR suite against
+tests/support/planted_signalr.py, started by ``--target-command``.
 
 - ``content``: dies on three inputs (an AUTH key_len read as signed, in the handshake; a
   topic_len read as signed; an unknown frame type), sent by four tests;
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PLANT = ROOT / "tests" / "planted_servers.py"
+PLANT = ROOT / "tests" / "support" / "planted_servers.py"
 
 CONTENT_CRASHERS = {
     "blipmq/test_boundaries.py::test_api_key_length[65535]",
@@ -61,7 +61,7 @@ PLANTS = {
                "charged": {"blipmq/test_boundaries.py::test_api_key_length[65535]"},
                "quick_k": "test_api_key_length or test_handshake"},
     # SignalR over WebSocket: a record split across messages (content, not timing)
-    "split": {"protocol": "signalr", "plant": ROOT / "tests" / "planted_signalr.py",
+    "split": {"protocol": "signalr", "plant": ROOT / "tests" / "support" / "planted_signalr.py",
               "target": "http://127.0.0.1:0/hub", "args": [],
               "crashers": {f"signalr/test_encoding.py::{t}" for t in (
                   "test_record_separator_arriving_alone[json]", "test_record_split_into_single_bytes[json]",

@@ -88,7 +88,7 @@ from wirecheck.reference_impl.rabbitmq_stream.codec import PublishedMessage  # n
 from wirecheck.reference_impl.rabbitmq_stream.constants import ChunkType, Code, Compression  # noqa: E402
 from wirecheck.reference_impl.rabbitmq_stream.store import STREAMS_DIR, stream_dirname  # noqa: E402
 from soak.common import write_result  # noqa: E402
-from tests.blipmq_proc import BrokerProcess  # noqa: E402
+from tests.support.blipmq_proc import BrokerProcess  # noqa: E402
 
 NAME = "durability"
 HOST = "127.0.0.1"

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 
 from wirecheck.reference_impl.core.server import raise_open_file_limit
 from soak.common import HighWater, rss_mb, write_result
-from tests.blipmq_proc import BrokerProcess
+from tests.support.blipmq_proc import BrokerProcess
 
 NAME = "hostile_clients"
 HOST = "127.0.0.1"

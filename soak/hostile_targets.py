@@ -1,5 +1,5 @@
 """The kit against hostile targets (the hardening issue, item 1): for each protocol and each
-hostile server of tests/hostile_targets.py, run ``wirecheck check --protocol P --target ...
+hostile server of tests/support/hostile_targets.py, run ``wirecheck check --protocol P --target ...
 --timeout T --report FILE.json`` in a child process and check four goals:
 
 - it ends within ``cases x T + 60 s``, plus five times the profile's longest protocol timer
@@ -78,7 +78,7 @@ def _raise_nofile() -> None:
 
 def _check_argv(protocol: str, target: str, timeout: float, report: str, extra: list[str]) -> list[str]:
     # --no-preflight: what is measured is how each test and the run bound a hostile target;
-    # the preflight (which turns most of these away at once) is tests/test_preflight.py's.
+    # the preflight (which turns most of these away at once) is tests/conformance/target/test_preflight.py's.
     return [sys.executable, "-m", "wirecheck", "check", "--protocol", protocol, "--target", target,
             "--timeout", str(timeout), "--report", report, "--no-preflight", "--", "-p", "no:randomly",
             *extra]
@@ -124,7 +124,7 @@ def _nodeid(text: str) -> str:
 def run_case(label: str, protocol: str, transport: str, kind: str, *, timeout: float, extra: list[str],
              expected: list[str], workdir: str) -> dict:
     """One suite run against one hostile server; the facts and the four goals."""
-    from tests import hostile_targets
+    from tests.support import hostile_targets
     report = os.path.join(workdir, f"{label}-{kind}.json")
     log = os.path.join(workdir, f"{label}-{kind}.log")
     bound = len(expected) * timeout + SLACK_S + 5.0 * profile_timer(protocol, workdir)
@@ -197,7 +197,7 @@ _SUITES = cli_signals.Children()
 
 def run(quick: bool, *, targets=TARGETS, kinds=None, jobs: int = 2) -> dict:
     """Every target x every hostile server (``kinds``: a subset). Two children at a time."""
-    from tests import hostile_targets
+    from tests.support import hostile_targets
     _raise_nofile()
     kinds = list(kinds or hostile_targets.KINDS)
     timeout = QUICK_TIMEOUT if quick else FULL_TIMEOUT

@@ -589,7 +589,7 @@ def _goals(mode: Mode, totals: dict, timed_out: bool) -> list[dict]:
 def run_protocol(protocol: str, connections: int, messages: int, *, quick: bool = False) -> dict:
     """Start ``protocol``'s broker, drive the workload (bounded by :data:`RUN_TIMEOUT`), stop
     the broker; the result."""
-    from tests.blipmq_proc import BrokerProcess
+    from tests.support.blipmq_proc import BrokerProcess
 
     # 500 connections are 500 descriptors here and 500 in the broker: the soft RLIMIT_NOFILE
     # goes up to the hard limit before the broker starts, so the child inherits it too.

@@ -5,7 +5,7 @@ Each module (``soak.hostile_targets``, ``soak.hostile_clients``, ``soak.durabili
 with the machine, to ``reports/soak.json``. The exit code is non-zero when any module's ``ok``
 is false or a module raised (its traceback is kept in the summary, and the others still run:
 one broken run must not hide the others' results). ``make soak`` runs the full versions;
-``make test`` runs the quick ones through tests/test_hardening_*.py.
+``make test`` runs the quick ones through tests/soak/test_hardening_*.py.
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ verdict moves with it depends on timing, not on the target. The modes:
   them (RabbitMQ Stream Heartbeats, SignalR Pings: the ``heartbeat``/``ping`` scenarios).
 
 ``python -m soak.transport [--quick] [--protocol P ...] [--mode M ...]``; ``make soak`` runs the
-full matrix (``soak.run``), tests/test_transport_invariance.py a quick one in ``make test``.
+full matrix (``soak.run``), tests/soak/test_transport_invariance.py a quick one in ``make test``.
 The result lists, per protocol and mode, every test whose verdict differs from the direct run.
 """
 from __future__ import annotations

@@ -34,8 +34,8 @@ RUN_FIRST = (
 def pytest_collection_modifyitems(config, items):
     """:data:`RUN_FIRST`'s modules first, in its order; each module's tests keep their order (its
     module fixtures are set up once), and so do the other modules."""
-    rank = {f"tests/{name}.py": i for i, name in enumerate(RUN_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))
+    rank = {f"{name}.py": i for i, name in enumerate(RUN_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0].rpartition("/")[2], len(rank)))
 
 
 

@@ -19,8 +19,8 @@ wire, including its quirks and protocol violations (signalr-real-clients.md):
   Invocation lacks the invocationId slot; the stream end lacks the ResultKind), and the hub
   closes that connection with an error.
 
-The clients are driven by the project's own drivers, the ones tests/test_signalr_real_clients.py
-runs (tests/signalr_js/client.mjs, tests/signalr_py/*_client.py), with negotiation. Each driver
+The clients are driven by the project's own drivers, the ones tests/reference_impl/signalr/test_signalr_real_clients.py
+runs (tests/support/signalr_js/client.mjs, tests/support/signalr_py/*_client.py), with negotiation. Each driver
 prints one ``RESULT <json>`` line. It is checked here, so a capture is written only of a session
 that went the way that client's sessions go.
 """
@@ -37,13 +37,13 @@ from typing import Callable
 from tools.record_captures import Scenario
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-JS_DIR = os.path.join(ROOT, "tests", "signalr_js")
-PY_DIR = os.path.join(ROOT, "tests", "signalr_py")
+JS_DIR = os.path.join(ROOT, "tests", "support", "signalr_js")
+PY_DIR = os.path.join(ROOT, "tests", "support", "signalr_py")
 #: Hard limit on one client process. The drivers bound each step at 10 s; signalrcore's stop()
 #: waits up to the hub's keep-alive interval (15 s).
 RUN_TIMEOUT = 40
 
-#: What every driver's session returns (tests/test_signalr_real_clients.py, COMMON).
+#: What every driver's session returns (tests/reference_impl/signalr/test_signalr_real_clients.py, COMMON).
 COMMON = {"echo": "hello \u2713", "add": 5, "counter": [0, 1, 2, 3, 4], "recall": "fire-and-forget"}
 #: And per client (see each driver's docstring for why they differ).
 JS_RESULT = {"sum": 10, "fail": "boom", "callme": 7, "askme": 42, "closed_error": None,
@@ -88,13 +88,13 @@ def _dist_version(name: str) -> str | None:
 def _js_client() -> str:
     return (f"@microsoft/signalr {_npm_version('@microsoft/signalr')} + "
             f"@microsoft/signalr-protocol-msgpack {_npm_version('@microsoft/signalr-protocol-msgpack')}"
-            f" on node {_node_version()} (tests/signalr_js/client.mjs)")
+            f" on node {_node_version()} (tests/support/signalr_js/client.mjs)")
 
 
 def _py_client(name: str, uses: tuple[str, ...] = ()) -> str:
     libs = ", ".join(f"{lib} {_dist_version(lib) or '(not installed)'}" for lib in uses)
     return (f"{name} {_dist_version(name) or '(not installed)'}" + (f" with {libs}" if libs else "")
-            + f" (tests/signalr_py/{name}_client.py)")
+            + f" (tests/support/signalr_py/{name}_client.py)")
 
 
 # -- running a driver --------------------------------------------------------------------------

@@ -16,7 +16,7 @@ Pages (paths inside docs/; none of them is a file in the repository):
 - ``matrix.md``: the real implementations' matrix, from the newest ``matrix/recorded/*.json``
   (tools/matrix_page.py).
 - ``design/layout.md``: every folder and module of the package with its own first sentence, and
-  the layers tests/test_import_layers.py checks (tools/layout_page.py).
+  the layers tests/project/test_import_layers.py checks (tools/layout_page.py).
 
 ``mkdocs.yml`` names this file under ``hooks:``; MkDocs calls :func:`on_files`, which adds the
 pages as generated files, so they are made from the code of the build and never go stale.
@@ -220,7 +220,7 @@ def subcommand_names() -> list[str]:
 def suite_tests(spec) -> list[tuple[str, str, list[str], list[str]]]:
     """``(test, first docstring paragraph, IDs its marks name, IDs it adds under some profiles)``
     of every test function and class of the protocol's suite: the marks as
-    tests/test_requirement_coverage.py reads them, plus ``request.node.add_marker(
+    tests/conformance/requirements/test_requirement_coverage.py reads them, plus ``request.node.add_marker(
     pytest.mark.requirement(...))`` calls, which a test makes when its profile enables a check."""
     package = importlib.import_module(spec.suite)
     found = []

@@ -80,6 +80,39 @@ def tree_lines() -> list[str]:
     return lines
 
 
+#: The folders of tests/ that are not a mirror of a package folder.
+TEST_FOLDERS_OF_THEIR_OWN = ("tests/support", "tests/project", "tests/soak")
+
+
+def folders_of_tests() -> list[Path]:
+    """The folders of tests/ (each a package), in tree order."""
+    tests = PACKAGE.parent / "tests"
+    return sorted(p.parent for p in tests.rglob("__init__.py")
+                  if p.parent != tests and not any(part.startswith((".", "__pycache__", "node_modules"))
+                                                    for part in p.relative_to(tests).parts))
+
+
+def mirrored(folder: Path) -> Path | None:
+    """The package folder a folder of tests/ stands for (tests/conformance/target ->
+    wirecheck/conformance/target); None for those of :data:`TEST_FOLDERS_OF_THEIR_OWN`."""
+    root = PACKAGE.parent
+    rel = folder.relative_to(root).as_posix()
+    if any(rel == own or rel.startswith(own + "/") for own in TEST_FOLDERS_OF_THEIR_OWN):
+        return None
+    return PACKAGE / folder.relative_to(root / "tests")
+
+
+def tests_lines() -> list[str]:
+    root = PACKAGE.parent
+    lines = ["| folder | what its tests check | test modules |", "|---|---|---|"]
+    for folder in folders_of_tests():
+        rel = folder.relative_to(root).as_posix()
+        doc = _sentence(_doc(folder / "__init__.py"))
+        count = len(list(folder.glob("test_*.py")))
+        lines.append(f"| `{rel}/` | {_cell(doc)} | {count} |")
+    return lines
+
+
 def layer_lines() -> list[str]:
     edges = unit_edges()
     order = list(LAYERS)                 # lowest first, as tools/import_graph.py states them
@@ -99,7 +132,7 @@ def layout_page() -> str:
     lines = ["# Layout and layers (generated)", "",
              "*Generated from the package at build time (tools/layout_page.py): each folder's "
              "`__init__` text, each module's first sentence, and the layers that "
-             "`tests/test_import_layers.py` checks (tools/import_graph.py). "
+             "`tests/project/test_import_layers.py` checks (tools/import_graph.py). "
              "[Layering and layout](index.md) says why it is built this way.*", "",
              "## Layers", "",
              "Highest first. A unit imports only the units it may import; the test fails on any "
@@ -109,4 +142,9 @@ def layout_page() -> str:
     lines += layer_lines()
     lines += ["", "## The tree", ""]
     lines += tree_lines()
+    lines += ["", "## The tests", "",
+              "`tests/` mirrors the package: the tests of `wirecheck/conformance/target/` are in "
+              "`tests/conformance/target/`, and so on. Three folders are of their own: "
+              + ", ".join(f"`{f}/`" for f in TEST_FOLDERS_OF_THEIR_OWN) + ".", ""]
+    lines += tests_lines()
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -74,7 +74,7 @@ IMPLEMENTATIONS = [
     Implementation("rabbitmq-stream-js-client", "client", "rabbitmq-stream", "npm:rabbitmq-stream-js-client",
                    "{node} examples/check-client/rabbitmq_stream_js_driver.mjs {host} {port} {count}"),
     Implementation("wirecheck reference (rabbitmq-stream)", "reference", "rabbitmq-stream", "pip:wirecheck",
-                   "{kit_python} -m wirecheck.conformance.drivers.rabbitmq_stream {host} {port} {count}"),
+                   "{kit_python} -m wirecheck.conformance.clients.drivers.rabbitmq_stream {host} {port} {count}"),
     Implementation("pysignalr", "client", "signalr", "pip:pysignalr",
                    "{python} examples/check-client/pysignalr_driver.py {url} {count}"),
     Implementation("signalrcore", "client", "signalr", "pip:signalrcore",
@@ -86,7 +86,7 @@ IMPLEMENTATIONS = [
     Implementation("@aspnet/signalr", "client", "signalr", "npm:@aspnet/signalr",
                    "{node} examples/check-client/aspnet_signalr_driver.mjs {url} {count}"),
     Implementation("wirecheck reference (signalr)", "reference", "signalr", "pip:wirecheck",
-                   "{kit_python} -m wirecheck.conformance.drivers.signalr {url} {count}"),
+                   "{kit_python} -m wirecheck.conformance.clients.drivers.signalr {url} {count}"),
 ]
 
 

@@ -118,7 +118,7 @@ def record(spec, scenario: Scenario, out_dir: str) -> dict:
                                  "framing, tools/record_captures.py)",
                           "date": datetime.date.today().isoformat(),
                           "python": platform.python_version()},
-             # how tests/test_captures_corpus.py replays it: against a fresh reference broker
+             # how tests/conformance/captures/test_captures_corpus.py replays it: against a fresh reference broker
              # made with these options, with this --profile
              "replay": {"broker_options": scenario.broker_options or {},
                         "profile": (scenario.broker_options or {}).get("profile")}}

@@ -8,7 +8,7 @@
 (tools/rabbitmq_real.py: its own directory, loopback only, guest/guest) with its stream port on
 ``--port`` (default 5552, so that ``decode --pcap`` and ``replay`` find the conversations
 unaided); ``--server reference`` runs the reference broker there instead, under
-``--profile rabbitmq-3.10``. tshark records that port on ``lo`` (tests/tshark_capture.py) while
+``--profile rabbitmq-3.10``. tshark records that port on ``lo`` (tests/support/tshark_capture.py) while
 :func:`rich_session` runs rstream 1.1.1 through:
 
 - streams created (one with arguments), a Create of an existing stream (5), a Delete and a
@@ -35,10 +35,10 @@ Every step checks what rstream got back (bodies, offsets, confirms, error codes)
 written only of a session that went as it should. The numbers that depend on the server's own
 choices (where StoreOffset and sub-entry batches put later offsets) are taken from what was
 delivered, not assumed. Per connection the manifest counts bytes, frames and commands per
-direction, as tests/test_rmqs_rich_capture.py checks them.
+direction, as tests/reference_impl/rabbitmq_stream/test_rmqs_rich_capture.py checks them.
 
 The node is stopped with SIGTERM (tools/rabbitmq_real.py), never killed right after its first
-Create (see tests/rabbitmq_target.py on that defect).
+Create (see tests/support/rabbitmq_target.py on that defect).
 """
 from __future__ import annotations
 
@@ -330,7 +330,7 @@ def _port_free(host: str, port: int) -> bool:
 def record(server: str, out: str, port: int, host: str = "127.0.0.1") -> dict:
     """Run the session against ``server`` ("real" or "reference") listening on ``port`` while
     tshark captures it into ``out``; returns the session's summary."""
-    from tests.tshark_capture import capture_loopback
+    from tests.support.tshark_capture import capture_loopback
 
     if not _port_free(host, port):
         raise SystemExit(f"port {port} is in use: give --port (replay then needs --port {port})")
@@ -418,7 +418,7 @@ def versions(server: str) -> dict:
 
 def update_manifest(path: str, manifest: dict) -> None:
     """The capture's entry in captures/rabbitmq-stream/MANIFEST.json, replayed by
-    tests/test_captures_corpus.py against the reference broker under rabbitmq-3.10."""
+    tests/conformance/captures/test_captures_corpus.py against the reference broker under rabbitmq-3.10."""
     versions = manifest["versions"]
     entry = {"file": os.path.relpath(path, os.path.dirname(MANIFEST)),
              "what": "a rich rstream session: many connections; publishers with confirms, a named publisher "

@@ -1,7 +1,7 @@
 """The report screenshots of the documentation: ``python tools/screenshots.py`` (``make screenshots``).
 
 Runs the BlipMQ suite against a reference broker with one planted defect (it answers an empty
-topic with NACK 401 instead of 400: tests/faulty_targets.py ``WrongNackCode``), writes the HTML
+topic with NACK 401 instead of 400: tests/support/faulty_targets.py ``WrongNackCode``), writes the HTML
 report, and takes two pictures of it with the headless Chromium ``make browser`` installs:
 
 - ``docs/images/report.png``: the top of the report (runs, summary, the requirement table) in a
@@ -47,7 +47,7 @@ def _suite_dir() -> Path:
 
 
 def run_suite(out: Path) -> Path:
-    from tests.faulty_targets import WrongNackCode, broker_with
+    from tests.support.faulty_targets import WrongNackCode, broker_with
     from wirecheck.reference_impl.core.server import ThreadedServer
     report = out / "report.html"
     paths = [str(_suite_dir() / name) for name in SUITE]

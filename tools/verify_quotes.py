@@ -5,7 +5,7 @@ sources are the protocol documents and SPEC_NOTES under ``../shared``, which the
 does not hold (nor does CI). So the check runs where they exist, and ``--write`` records what
 it verified in ``wirecheck/conformance/requirements/quotes.lock``: per requirement, the
 sha256 of its normalized quote and the file it was found in, plus the sha256 of each source
-file. tests/test_requirement_quotes.py compares the quotes with the lock everywhere, and
+file. tests/conformance/requirements/test_requirement_quotes.py compares the quotes with the lock everywhere, and
 repeats this check where ``../shared`` exists.
 
 "Verbatim" allows one liberty: runs of whitespace (line breaks, indentation) collapse to one

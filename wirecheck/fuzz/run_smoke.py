@@ -3,7 +3,7 @@
 Each target starts from a *copy* of its seed corpus in a temporary directory (libFuzzer writes
 new inputs into its first corpus directory, and the repository's corpus must stay as reviewed),
 with its dictionary. Crash inputs go to ``fuzz/findings/<target>/`` (git-ignored); move one to
-``fuzz/crashers/<corpus>/`` (the target's corpus name) to have tests/test_fuzz_corpus.py replay
+``fuzz/crashers/<corpus>/`` (the target's corpus name) to have tests/fuzz/test_fuzz_corpus.py replay
 it forever. Exit status: 0 when every target ran clean.
 """
 from __future__ import annotations

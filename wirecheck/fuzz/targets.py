@@ -1,7 +1,7 @@
 """The catalogue of atheris targets: what each one fuzzes, its seed corpus and dictionary.
 
 Every runner (``python -m wirecheck.fuzz.run_smoke``, ``wirecheck fuzz``, the campaign) and the corpus
-replay in tests/test_fuzz_corpus.py iterate :data:`TARGETS`; a new target is one entry here.
+replay in tests/fuzz/test_fuzz_corpus.py iterate :data:`TARGETS`; a new target is one entry here.
 """
 from __future__ import annotations
 

@@ -241,8 +241,8 @@ SCENARIOS = {cls.name: cls for cls in (Passthrough, Split, Coalesce, Delay, Clos
 
 def scenarios(protocol: str | None = None) -> dict:
     """Every scenario ``protocol`` has: the byte-level ones above, then its protocol-level
-    ones (conformance/scripted)."""
-    from wirecheck.conformance.scripted import scenarios_for
+    ones (conformance/clients/scripted)."""
+    from wirecheck.conformance.clients.scripted import scenarios_for
     return {**SCENARIOS, **(scenarios_for(protocol) if protocol else {})}
 
 

@@ -2,7 +2,7 @@
 
 Each protocol's module defines ``REQUIREMENTS``, a tuple of :class:`Requirement`. An ID with
 no black-box test carries an ``untestable`` reason. The catalogue is the report's table of
-contents; ``tests/test_requirement_coverage.py`` keeps it and the suites in step.
+contents; ``tests/conformance/requirements/test_requirement_coverage.py`` keeps it and the suites in step.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class Requirement:
     #: the words of the source the requirement comes from, verbatim (whitespace may differ):
     #: the document's sentence ("document", and the sentence a "reading" starts from) or the
     #: SPEC_NOTES fact. tools/verify_quotes.py finds it in ../shared and locks its digest in
-    #: quotes.lock, which tests/test_requirement_quotes.py checks where ../shared is absent.
+    #: quotes.lock, which tests/conformance/requirements/test_requirement_quotes.py checks where ../shared is absent.
     quote: str = ""
     #: why the level differs from the quote's own word ("must"/"should"/"may"), when it does;
     #: "DISAGREES: ..." marks a level the catalogue keeps but the quote does not support.
@@ -38,7 +38,7 @@ class Requirement:
     #: side is the Caller or the pusher). Every MUST names it. A document's "the client must"
     #: is not the server's MUST: where the kit grades the server on such a sentence (what the
     #: server does about a client that breaks it), the entry is the kit's reading, a SHOULD
-    #: binding the server; tests/test_requirement_party.py keeps the server suites to that.
+    #: binding the server; tests/conformance/requirements/test_requirement_party.py keeps the server suites to that.
     binds: str = ""
 
     def __post_init__(self) -> None:

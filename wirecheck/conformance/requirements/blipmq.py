@@ -136,8 +136,8 @@ REQUIREMENTS = (
       quote="On success: - No response frame (fire-and-forget).", binds="server"),
     R("BLIP-PUB-005", "PUBLISH", "MUST",
       "a QoS1 PUBLISH whose WAL append fails gets NACK(500, \"durable publish failed: ...\")",
-      untestable="a WAL failure cannot be caused from the wire; tests/test_blipmq_broker.py "
-                 "checks the reference broker with a failing journal",
+      untestable="a WAL failure cannot be caused from the wire; tests/reference_impl/blipmq/test_blipmq_session.py "
+                 "checks the reference session with a failing journal",
       quote="On WAL error: `NACK(500, \"durable publish failed: ...\")`.", binds="server"),
     R("BLIP-PUB-006", "PUBLISH", "SHOULD",
       "a malformed PUBLISH payload (< 3 bytes, topic_len past the end, topic not UTF-8) gets "

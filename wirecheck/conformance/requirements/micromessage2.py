@@ -176,7 +176,7 @@ REQUIREMENTS = (
     R("MM2-MSG-003", "MESSAGE", "MUST",
       "the sequence number wraps once reaching 65535 (to 1)",
       untestable="needs 65,535 deliveries on one connection; the wrap of the pusher is tested "
-                 "in memory (tests/test_mm2_session.py) and across the wire on the receiving side "
+                 "in memory (tests/reference_impl/micromessage2/test_mm2_session.py) and across the wire on the receiving side "
                  "(MM2-ACK-008)",
       quote="Sequence number which wraps once reaching 65535 (unsigned short)", binds="both"),
     R("MM2-MSG-004", "MESSAGE", "MUST",

@@ -245,7 +245,7 @@ REQUIREMENTS = (
     R("RMQS-HB-005", "Tune", "MUST",
       "a heartbeat of 0 means no heartbeat",
       untestable="a bounded wait cannot prove that a Heartbeat never comes (a server using its "
-                 "own 60 s period would pass any short wait); tests/test_rmqs_session.py checks "
+                 "own 60 s period would pass any short wait); tests/reference_impl/rabbitmq_stream/test_rmqs_session.py checks "
                  "the reference broker",
       quote="Heartbeat => uint32 // in seconds, 0 means no heartbeat", binds="both"),
     R("RMQS-CLOSE-001", "Close", "MUST",

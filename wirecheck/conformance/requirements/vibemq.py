@@ -334,14 +334,14 @@ REQUIREMENTS = (
       "a connection beyond the server's connection limit is refused with CONNECTION_LIMIT and "
       "closed", source=_NOTES,
       untestable="the limit is the target's configuration (1,000 by default): a suite cannot "
-                 "open that many connections to each target; tests/test_vibemq_broker.py checks "
+                 "open that many connections to each target; tests/reference_impl/vibemq/test_vibemq_broker.py checks "
                  "the reference broker with a low limit",
       quote=_REAL_ERROR_CODES, binds="server"),
     R("VIBE-ERR-004", "Error Codes", "MUST",
       "SERVER_ERROR: an internal failure of the server",
       untestable="the document names no path that produces it: a black-box suite cannot "
                  "make a target fail internally; the reference broker sends it when its queue "
-                 "or subscription limits are reached (tests/test_vibemq_session.py)",
+                 "or subscription limits are reached (tests/reference_impl/vibemq/test_vibemq_session.py)",
       quote="* - ``SERVER_ERROR`` - Internal server error", binds="server"),
     R("VIBE-CLIENT-001", "Threshold", "MUST",
       "a client compresses only frames at or above its threshold, with the negotiated "

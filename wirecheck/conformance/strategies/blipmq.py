@@ -6,7 +6,7 @@ Valid input: :func:`frames` (any of the nine typed frames with in-range fields),
 (SPEC_NOTES.md): :func:`bad_length_frames`, :func:`unknown_type_frames`,
 :func:`bad_payload_frames`. :func:`chunkings` draws how a byte string is split into reads.
 
-Strategies only: the properties are in ``tests/test_blipmq_properties.py`` and the invariant
+Strategies only: the properties are in ``tests/reference_impl/blipmq/test_blipmq_properties.py`` and the invariant
 functions they share with the fuzzers in :mod:`wirecheck.conformance.strategies.invariants`.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ properties for the filter-evaluation property, :func:`sequences` sequence number
 end, the document's examples and SPEC_NOTES' vectors as bytes and text (``SHARP_PLAIN``,
 ``DOCUMENT_OFFER``, ``REAL_SERVER_REPLY``, ...), shared by the codec tests and the fuzz corpora.
 
-Strategies only: the properties are in ``tests/test_mm2_properties.py``.
+Strategies only: the properties are in ``tests/reference_impl/micromessage2/test_mm2_properties.py``.
 """
 from __future__ import annotations
 

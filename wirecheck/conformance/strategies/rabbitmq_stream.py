@@ -12,7 +12,7 @@ drawn as ``(bytes, expected Category)`` for a decoder with the reference codec's
 :func:`bad_chunk_frames` (bad CRC among them). :func:`chunkings` draws how a byte string is split
 into reads.
 
-Strategies only: the properties are in ``tests/test_rmqs_properties.py`` and the invariant
+Strategies only: the properties are in ``tests/reference_impl/rabbitmq_stream/test_rmqs_properties.py`` and the invariant
 functions they share with the fuzzers in :mod:`wirecheck.conformance.strategies.invariants`.
 """
 from __future__ import annotations

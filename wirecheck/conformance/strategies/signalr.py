@@ -8,12 +8,12 @@ then messages in the protocol it names or is told). Near-valid invalid records, 
 ``(body, expected Category)`` for the reference codec's strictness: :func:`invalid_json_records`,
 :func:`invalid_msgpack_records`, and framing errors :func:`bad_varints`.
 
-The generic split-read properties (tests/test_codec_properties.py) use the registry's default
+The generic split-read properties (tests/reference_impl/core/test_codec_properties.py) use the registry's default
 decoder (a handshake first, origin guessed) and ``spec.encode`` (JSON, v1), so the API they
 need works on client streams in JSON: :func:`frames`, :func:`valid_streams` (always starting with
 a JSON handshake request), :func:`stream_bytes`, :func:`invalid_frames` and :func:`chunkings`.
 
-Strategies only: the properties are in ``tests/test_signalr_properties.py``.
+Strategies only: the properties are in ``tests/reference_impl/signalr/test_signalr_properties.py``.
 """
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def stream_bytes(message_list, protocol: str = JSON, profile: str = "v1") -> byt
     return b"".join(codec.encode(m, protocol, profile) for m in message_list)
 
 
-# --- the generic API (tests/test_codec_properties.py) ---------------------------------------------
+# --- the generic API (tests/reference_impl/core/test_codec_properties.py) ---------------------------------------------
 
 @st.composite
 def frames(draw):

@@ -6,7 +6,7 @@ Each machine module defines one :class:`Matrix` next to its machine: the states 
 names them, the client-to-server frame types of the document (plus ``unknown type`` and
 ``malformed`` where the machine sends those), and the pairs it does not send, each with the
 reason. The machine counts every frame it sends and checks, by (state, frame type), in a
-class-level :class:`collections.Counter` (``reached``); tests/test_stateful_coverage.py runs
+class-level :class:`collections.Counter` (``reached``); tests/conformance/strategies/test_stateful_coverage.py runs
 each machine in memory with a fixed seed and asserts that every other pair was reached.
 """
 from __future__ import annotations

@@ -13,12 +13,12 @@ header name, trailing bytes, unknown type) and :func:`bad_compressed_bodies` (co
 truncated or extended gzip and brotli data, a bad message inside good compression).
 :func:`raw_body` writes a message field by field from raw bytes, independently of the codec.
 
-The generic split-read properties (tests/test_codec_properties.py) use the registry's default
+The generic split-read properties (tests/reference_impl/core/test_codec_properties.py) use the registry's default
 decoder (profile ``document`` framing, flags byte) and ``codec.encode`` with its defaults:
 :func:`frames`, :func:`valid_streams`, :func:`stream_bytes`, :func:`invalid_frames` and
 :func:`chunkings`. :class:`DecoderSpec` stands for a registry entry with a fixed profile.
 
-Strategies only: the properties are in ``tests/test_vibemq_properties.py``.
+Strategies only: the properties are in ``tests/reference_impl/vibemq/test_vibemq_properties.py``.
 """
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def bodies(draw, profile: str = "document"):
     return codec.encode_body(draw(messages(profile)), profile)
 
 
-# --- the generic API (tests/test_codec_properties.py) ---------------------------------------------
+# --- the generic API (tests/reference_impl/core/test_codec_properties.py) ---------------------------------------------
 
 @st.composite
 def frames(draw):

@@ -3,7 +3,7 @@
 Each seed is a client's stream: a handshake as one of today's clients spells it (compact JS,
 spaced pysignalr/signalrcore; signalr-real-clients.md), then messages in the shapes those
 clients send (SPEC_NOTES.md "SignalR"). A seed must decode with the registry's default decoder
-(v1; tests/test_fuzz_corpus.py), so the draft's examples are not seeds (the targets read every
+(v1; tests/fuzz/test_fuzz_corpus.py), so the draft's examples are not seeds (the targets read every
 seed's records in the draft profile too, and the dictionary has the draft's shapes). A few
 seeds are a server's side (``{}`` or an error first), for the handshake target.
 """

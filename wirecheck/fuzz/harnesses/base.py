@@ -44,8 +44,9 @@ SERVER_TYPES = {FrameType.PUBLISH, FrameType.ACK, FrameType.NACK, FrameType.PONG
 #: bytes real streams start with (0x00, the high bytes of a length prefix; small lengths)
 #: give reads of 25 bytes, about a frame, rather than 1: a stream cut into 1-byte reads cost
 #: about 60 ``feed`` calls per input, most of a decoder target's time, and byte-by-byte
-#: feeding is the unit tests' (tests/test_*_decoder*.py), every input, every run. (An offset
-#: of 11, 12-byte reads, still cut a BlipMQ input in ~13 reads: 17% of that target's time.)
+#: feeding is the unit tests' (tests/reference_impl/<protocol>/test_*_codec.py), every input,
+#: every run. (An offset of 11, 12-byte reads, still cut a BlipMQ input in ~13 reads: 17% of
+#: that target's time.)
 SPREAD = bytes((37 * b + 24) % 64 for b in range(256))
 #: The plain mapping, ``1 + b % 64``, which the session and transport targets keep (their
 #: kept crash inputs were found with it and must still cut their streams the same way).

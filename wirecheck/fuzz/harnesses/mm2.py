@@ -372,7 +372,7 @@ MAX_QUEUE = 16
 MAX_OUTPUT = 2000
 #: The byte of a session input (the offer's reserved Flags, "Handshake") whose lowest bit starts
 #: the session's sequence numbers after this one, so its MESSAGEs wrap 65535 -> 1 after five
-#: (as tests/test_mm2_session.py does) instead of after 65,535.
+#: (as tests/reference_impl/micromessage2/test_mm2_session.py does) instead of after 65,535.
 WRAP_BYTE = 2
 WRAP_FROM = 65530
 

@@ -297,7 +297,7 @@ class BlipObserver(Observer):
         """The outstanding client request the server frame ``frame`` would answer, or None,
         without judging or changing anything; requests whose order (``seq``) is in ``skip`` are
         left out. A scripted scenario that answers a request itself, in the server's stead
-        (conformance/scripted/blipmq.py), asks which of the other requests a server frame
+        (conformance/clients/scripted/blipmq.py), asks which of the other requests a server frame
         answers, and puts its own answer before the frame when that request came later."""
         if frame.type not in SERVER_TYPES:
             return None

@@ -1,7 +1,7 @@
 """What one read of a connection writes to the streams under the ``rabbitmq-3.10`` profile,
 batched as RabbitMQ 3.10.8's stream writer batches it (sans-IO; session.py owns the batch).
 
-Observed on the real server (tests/test_rmqs_rich_capture.py checks it there):
+Observed on the real server (tests/reference_impl/rabbitmq_stream/test_rmqs_rich_capture.py checks it there):
 
 - the messages of the Publish frames that reach the writer together go into one chunk, and a
   StoreOffset among them rides in that chunk's trailer: it spends no offset;

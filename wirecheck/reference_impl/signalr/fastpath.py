@@ -4,7 +4,7 @@ Each function takes one record's body and returns the message, or None when anyt
 unusual (an error, a rare field, a value the fast parser reads differently); the caller then
 runs the careful parser (:mod:`.json_protocol`, :mod:`.msgpack_protocol`), which is the
 definition: it decides every error and its category. The fast path may only ever answer what
-the careful one would, which tests/test_signalr_fastpath.py checks on generated and hostile
+the careful one would, which tests/reference_impl/signalr/test_signalr_fastpath.py checks on generated and hostile
 records.
 
 Why it is faster: ``orjson`` for JSON (the stdlib ``json`` is the careful reader), direct

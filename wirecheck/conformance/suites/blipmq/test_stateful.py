@@ -1,7 +1,7 @@
 """The BlipMQ state machine over the wire: random sequences of HELLO/AUTH/PUBLISH/SUBSCRIBE/
 POLL/ACK/PING on one connection, every answer checked against a model (exact NACK codes and
 messages), "no answer" proven with a PING barrier. The machine and its model are in
-conformance/strategies/blipmq_machine.py; tests/test_blipmq_stateful.py runs the same machine
+conformance/strategies/blipmq_machine.py; tests/reference_impl/blipmq/test_blipmq_stateful.py runs the same machine
 in memory against the reference session.
 
 Two runs: the MUST rules only (FAIL when broken), and the real server's SHOULD-level rules on

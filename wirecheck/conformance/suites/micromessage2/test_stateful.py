@@ -7,7 +7,7 @@ an ended connection had not acked), "no more frames" proven by the ERROR of an u
 barrier on every connection after every step. The machine is in
 conformance/strategies/micromessage2_machine.py, its driver here
 (:class:`~conformance.strategies.micromessage2_drivers.TargetDriver`) talks to ``--target``
-through the reference asyncio client; tests/test_mm2_stateful.py runs the same machine in
+through the reference asyncio client; tests/reference_impl/micromessage2/test_mm2_stateful.py runs the same machine in
 memory and against a reference broker of its own (starting near the 65535 -> 1 wrap).
 
 Two runs: the MUST rules; and with probes on top (connections brought to each phase of the
@@ -61,7 +61,7 @@ def _run(mm2, probes: bool) -> None:
                          "MM2-PS-003", "MM2-CMD-002", "MM2-FRAME-001")
 def test_state_machine_must(mm2):
     # Not MM2-MSG-003 (the server's numbers wrap at 65535): that needs 65,535 deliveries on one
-    # connection, so it stays untestable here (tests/test_mm2_stateful.py covers it in memory).
+    # connection, so it stays untestable here (tests/reference_impl/micromessage2/test_mm2_stateful.py covers it in memory).
     _run(mm2, probes=False)
 
 

@@ -3,7 +3,7 @@ DeclarePublisher/Publish/DeletePublisher, Subscribe/Credit/Unsubscribe, StoreOff
 QueryPublisherSequence and Heartbeat on one connection, every answer checked against a model
 (response codes, confirms, each Deliver's offsets and messages), "no answer" proven with a
 Metadata barrier. The machine and its model are in
-conformance/strategies/rabbitmq_stream_machine.py; tests/test_rmqs_stateful.py runs the same
+conformance/strategies/rabbitmq_stream_machine.py; tests/reference_impl/rabbitmq_stream/test_rmqs_stateful.py runs the same
 machine in memory against the reference session.
 
 Two runs: the MUST rules only (FAIL when broken), and the real server's SHOULD-level rules on

@@ -1,7 +1,7 @@
 """The SignalR invocation/stream state machine over the wire: random sequences of calls,
 streams, client streams, fire-and-forget, Ping and id reuse on one connection, every answer
 checked against the model, "no answer" proven by an Echo barrier. The machine is in
-conformance/strategies/signalr_machine.py; tests/test_signalr_stateful.py runs it in memory.
+conformance/strategies/signalr_machine.py; tests/reference_impl/signalr/test_signalr_stateful.py runs it in memory.
 Error texts are not compared (only that an error is there). Probe connections (opened, used for
 one message, dropped) send every message type before the handshake (a failed handshake and the
 close) and, past it, what ends a connection (Close, a second handshake, a malformed record).

@@ -5,7 +5,7 @@ reconnects, every answer and every delivery checked against the model, "no answe
 Ping barrier on every connection after every step. Deliveries are acked within the step that
 brought them (the target's ack timeout never runs out); error texts and headers beyond the
 profile's are not compared. The machine is in conformance/strategies/vibemq_machine.py;
-tests/test_vibemq_stateful.py runs it in memory, with redelivery on a frozen clock."""
+tests/reference_impl/vibemq/test_vibemq_stateful.py runs it in memory, with redelivery on a frozen clock."""
 import pytest
 
 from wirecheck.conformance.strategies.vibemq_machine import VibeMachine, WireDriver

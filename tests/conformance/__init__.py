@@ -1,0 +1,1 @@
+"""The conformance kit: the pytest plugin's parts, by role."""

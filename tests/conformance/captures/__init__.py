@@ -1,0 +1,1 @@
+"""Capture reading, decoding, recording and replay; the recorded corpora."""

@@ -1,0 +1,1 @@
+"""Client checking: check-client, its scenarios, the scripted brokers and the drivers."""

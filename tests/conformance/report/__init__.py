@@ -1,0 +1,1 @@
+"""Verdicts, causes and every report format (JSON, HTML, the matrix)."""

@@ -1,0 +1,1 @@
+"""The requirement catalogues: quotes, levels, which party, coverage by the suites."""

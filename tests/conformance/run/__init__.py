@@ -1,0 +1,1 @@
+"""A run of the suites: crash culprits, signals, output paths."""

@@ -1,0 +1,1 @@
+"""The suites' state machines and the runner of their examples."""

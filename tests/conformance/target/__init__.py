@@ -1,0 +1,1 @@
+"""The target: connections, its process, health, crash watching, the preflight."""

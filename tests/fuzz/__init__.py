@@ -1,0 +1,1 @@
+"""The fuzz targets, their harnesses and corpora, the findings they keep."""

@@ -1,0 +1,1 @@
+"""The live fuzzer over the wire: mutation, findings, planted targets, campaigns."""

@@ -1,0 +1,1 @@
+"""The capture pipeline, local and on Spark, whole and on broken inputs."""

@@ -1,0 +1,1 @@
+"""The project's own checks: documentation, layering, the installed wheel, benchmarks."""

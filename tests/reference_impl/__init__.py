@@ -1,0 +1,1 @@
+"""The reference implementations, rules shared across protocols."""

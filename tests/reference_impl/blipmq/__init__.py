@@ -1,0 +1,1 @@
+"""The BlipMQ codec, session, broker, client, WAL and scapy layer."""

@@ -1,0 +1,1 @@
+"""The shared core: frame buffer, errors, options, server and client plumbing, durability."""

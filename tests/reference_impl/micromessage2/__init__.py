@@ -1,0 +1,1 @@
+"""The Micromessage2 codec, session, observer and scapy layer."""

@@ -1,0 +1,1 @@
+"""The RabbitMQ Stream codec, chunks, store, session, SASL, observer; real clients."""

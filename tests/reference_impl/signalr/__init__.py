@@ -1,0 +1,1 @@
+"""The SignalR codec, HTTP transport, session, broker, observer; real clients."""

@@ -1,0 +1,1 @@
+"""The VibeMQ codec, decompression, session, broker, client and scapy layer."""

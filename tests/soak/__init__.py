@@ -1,0 +1,1 @@
+"""Quick versions of soak/'s hardening runs."""

@@ -1,0 +1,1 @@
+"""Planted targets, real peers and helpers the tests share (run as scripts too)."""
