@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from wirecheck.conformance.report.matrix import findings
+from wirecheck.conformance.report.matrix import PROBLEMS, findings
+from wirecheck.conformance.report.text import anchor
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "matrix" / "recorded"
@@ -20,6 +21,38 @@ def _cell(text: str) -> str:
 
 def _req_link(proto: str, rid: str) -> str:
     return f"[{rid}](requirements/{proto}.md#{rid.lower()})" if rid and rid != "(none)" else rid
+
+
+def _finding_id(impl: str, rid: str) -> str:
+    return "f-" + anchor(impl, rid).lower()
+
+
+def grid_lines(doc: dict) -> list[str]:
+    """Implementations x requirement areas, per protocol (``areas`` of matrix.json): each cell
+    the worst verdict of the area's requirements the implementation was checked on, coloured,
+    a problem linked to its finding below; "broken/checked" beside it."""
+    grids = doc.get("areas")
+    if not grids:
+        return ["*This recording has no grid (it predates it): `make matrix` records one.*", ""]
+    lines = []
+    for proto, g in sorted(grids.items()):
+        names = g["implementations"]
+        lines += [f"### {proto}", "", "| area | " + " | ".join(
+            f"{_cell(n)} ({g['kinds'].get(n, '')})" for n in names) + " |", "|---|" + "---|" * len(names)]
+        for area in g["areas"]:
+            cells = []
+            for n in names:
+                c = g["cells"].get(area, {}).get(n)
+                if not c or not c.get("verdict"):
+                    cells.append("")
+                    continue
+                badge = f'<span class="v v-{c["verdict"]}">{c["verdict"]}</span>'
+                if c["verdict"] in PROBLEMS:
+                    badge = f'[{badge}](#{_finding_id(n, c["requirement"])} "{c["requirement"]}")'
+                cells.append(f"{badge} {c['broken']}/{c['checked']}")
+            lines.append(f"| {_cell(area)} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
 
 
 def matrix_page(recorded_dir: Path = RECORDED) -> str:
@@ -43,7 +76,13 @@ def matrix_page(recorded_dir: Path = RECORDED) -> str:
         lines.append(f"| {_cell(e['name'])} | {_cell(e.get('version', ''))} | {e.get('kind', '')} | "
                      f"{e.get('protocol', '')} | {_cell(e.get('profile') or 'default')} | {_cell(status)} | "
                      f"{e.get('seconds', '')} |")
-    lines += ["", "## Clients by scenario", "",
+    lines += ["", "## Implementations by area", "",
+              "Per protocol, a row per area of the requirement catalogue and a column per implementation: the "
+              "worst verdict among the area's requirements it was checked on, then how many of them it broke "
+              "of how many were checked. A problem links to its finding below; an empty cell: none checked.",
+              ""]
+    lines += grid_lines(doc)
+    lines += ["## Clients by scenario", "",
               "Each cell: what happened to the client under the scenario, or the verdict of its wire rules "
               "when that is worse ([the client suite](start/clients.md#the-client-suite)).", ""]
     for proto, table in sorted(doc.get("clients", {}).items()):
@@ -92,6 +131,7 @@ def matrix_page(recorded_dir: Path = RECORDED) -> str:
         for f in group:
             reqs = [f"{_req_link(f['protocol'], r['requirement'])} [{r.get('level', '')}] {_cell(r.get('summary', ''))}"
                     + (f" \"{_cell(r['sentence'])}\"" if r.get("sentence") else "") for r in f["requirements"]]
+            lines += ["".join(f'<a id="{_finding_id(impl, r["requirement"])}"></a>' for r in f["requirements"]), ""]
             head = (f"**{_cell(f['implementation'])}**: **{f['verdict']}** in {len(f['cases'])} case(s), "
                     f"first `{_cell(f['cases'][0])}`")
             if len(reqs) == 1:

@@ -88,3 +88,42 @@ def test_one_cause_under_several_requirements_is_one_finding(tmp_path):
     assert "2 finding(s) (3 requirement(s) broken)" in page
     assert "**srv 1**: **FAIL** in 2 case(s), first `a.py::t[1]`; 2 requirements:" in page
     assert "- [R-1](requirements/p.md#r-1) [MUST] one \"first sentence\"" in page
+
+
+def test_implementations_by_area_grid(tmp_path):
+    """The grid a person scans: per protocol, a row per requirement area (the catalogue's
+    section), a column per implementation, each cell the worst verdict of the area's checked
+    requirements with broken/checked, a problem linked to its finding (page) or its evidence
+    (report); an area where an implementation was checked on nothing is empty."""
+    catalogue = {"R-1": {"level": "MUST", "section": "Handshake", "summary": "one", "quote": "first"},
+                 "R-2": {"level": "MUST", "section": "Handshake", "summary": "two", "quote": "second"},
+                 "R-3": {"level": "SHOULD", "section": "Streams", "summary": "three", "quote": "third"},
+                 "R-4": {"level": "MUST", "section": "Close", "summary": "four", "quote": "fourth"}}
+
+    def run(label, cases):
+        tests = [{"protocol": "p", "nodeid": n, "verdict": v, "requirements": ids, "message": m}
+                 for n, v, ids, m in cases]
+        return Run(label, f"{label}.json", {"label": label, "tests": tests,
+                                             "summary": {"p": {"catalogue": catalogue, "counts": {}}}})
+    a = run("a 1", [("h.py::t1", "PASS", ["R-1"], ""), ("h.py::t2", "FAIL", ["R-2"], "AssertionError: no answer"),
+                    ("s.py::t", "NON-STRICT", ["R-3"], "AssertionError: slow")])
+    b = run("b 2", [("h.py::t1", "PASS", ["R-1"], ""), ("h.py::t2", "PASS", ["R-2"], "")])
+    grid = matrix_document([a, b])["areas"]["p"]
+    assert grid["areas"] == ["Handshake", "Streams", "Close"] and grid["implementations"] == ["a 1", "b 2"]
+    assert grid["cells"]["Handshake"]["a 1"] == {"verdict": "FAIL", "requirement": "R-2", "checked": 2, "broken": 1}
+    assert grid["cells"]["Handshake"]["b 2"] == {"verdict": "PASS", "requirement": "R-1", "checked": 2, "broken": 0}
+    assert grid["cells"]["Streams"]["a 1"]["verdict"] == "NON-STRICT"
+    assert grid["cells"]["Close"]["a 1"] == {"verdict": "", "requirement": "", "checked": 0, "broken": 0}
+    html = render([a, b], docs="")
+    assert "Implementations &times; areas" in html
+    assert "href='#p_a_1-R_2'" in html and "id='p_a_1-R_2'" in html         # the cell's link has a target
+    from tools.matrix_page import matrix_page
+    doc = matrix_document([a, b])
+    doc["implementations"] = [{"name": "a", "version": "1", "kind": "server", "protocol": "p"},
+                              {"name": "b", "version": "2", "kind": "server", "protocol": "p"}]
+    (tmp_path / "2026-12-07.json").write_text(json.dumps(doc))
+    page = matrix_page(tmp_path)
+    assert ('| Handshake | [<span class="v v-FAIL">FAIL</span>](#f-a_1-r_2 "R-2") 1/2 | '
+            '<span class="v v-PASS">PASS</span> 0/2 |') in page
+    assert '| Close |  |  |' in page
+    assert '<a id="f-a_1-r_2"></a>' in page                                  # the link's target

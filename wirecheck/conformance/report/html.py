@@ -31,7 +31,7 @@ from wirecheck.conformance.report import causes
 
 from wirecheck.conformance.report import verdicts
 from wirecheck.conformance.report.captures import captures
-from wirecheck.conformance.report.matrix import client_matrix_html, is_client_run
+from wirecheck.conformance.report.matrix import area_grid_html, client_matrix_html, is_client_run
 from wirecheck.conformance.report.text import anchor as _anchor
 from wirecheck.conformance.report.text import crash_line
 from wirecheck.conformance.report.text import escape as _e
@@ -156,6 +156,7 @@ def render(runs: list[Run], title: str = "wirecheck compliance report", campaign
            _filters(protocols), "<main>"]
     if runs or not (campaigns or analyses):
         out += [_runs_table(runs), _summary(runs, protocols)]
+    out.append(area_grid_html(runs, _badge))
     servers = [r for r in runs if not is_client_run(r)]
     if len(servers) > 1:
         out.append(_matrix(servers, sorted({p for r in servers for p in r.protocols}), docs))

@@ -109,6 +109,47 @@ def findings(problems_: list[dict]) -> list[dict]:
     return list(out.values())
 
 
+#: Requirement verdicts that say nothing was checked: an area with only these is an empty cell.
+UNCHECKED = ("UNTESTED", "UNTESTABLE", verdicts.NOT_RUN, verdicts.SKIPPED, verdicts.UNIMPLEMENTED, verdicts.WAIVED)
+
+
+def area_cells(run: Run, proto: str) -> dict[str, dict]:
+    """Requirement area (the catalogue's section) -> one implementation's cell: the worst
+    verdict of the area's requirements it was checked on ("" when none was), the requirement
+    that gave it (the first by ID among equals), how many were checked and how many broken."""
+    cat = run.catalogue(proto)
+    cells: dict[str, dict] = {}
+    for rid, (verdict, _tests) in sorted(run.requirement_verdicts(proto).items()):
+        area = cat.get(rid, {}).get("section") or "other"
+        cell = cells.setdefault(area, {"verdict": "", "requirement": "", "checked": 0, "broken": 0})
+        if verdict in UNCHECKED:
+            continue
+        cell["checked"] += 1
+        cell["broken"] += verdict in PROBLEMS or verdict == verdicts.HARNESS_ERROR
+        if not cell["verdict"] or verdicts.rank(verdict) > verdicts.rank(cell["verdict"]):
+            cell["verdict"], cell["requirement"] = verdict, rid
+    return cells
+
+
+def area_grid(runs: list[Run]) -> dict[str, dict]:
+    """Per protocol, implementations x requirement areas: ``areas`` in the catalogue's order,
+    ``implementations`` (servers, then clients, in the order they ran) and ``cells``
+    (area -> implementation -> :func:`area_cells`'s cell; absent where the implementation has
+    no requirement of the area)."""
+    grid: dict[str, dict] = {}
+    for proto in sorted({p for r in runs for p in r.protocols}):
+        of = sorted((r for r in runs if proto in r.protocols), key=is_client_run)
+        cat = next((r.catalogue(proto) for r in of if r.catalogue(proto)), {})
+        cells: dict[str, dict] = {}
+        for run in of:
+            for area, cell in area_cells(run, proto).items():
+                cells.setdefault(area, {})[run.label] = cell
+        areas = list(dict.fromkeys([c.get("section") or "other" for c in cat.values()] + list(cells)))
+        grid[proto] = {"areas": [a for a in areas if a in cells], "implementations": [r.label for r in of],
+                       "kinds": {r.label: "client" if is_client_run(r) else "server" for r in of}, "cells": cells}
+    return grid
+
+
 def matrix_document(runs: list[Run], implementations: list[dict] | None = None) -> dict:
     """The matrix as data: per protocol, requirement -> implementation -> verdict (servers) and
     scenario -> client -> cell (clients), the problems found (a line per requirement) and the
@@ -127,8 +168,39 @@ def matrix_document(runs: list[Run], implementations: list[dict] | None = None) 
                 for rid, (verdict, tests) in run.requirement_verdicts(proto).items():
                     table.setdefault(rid, {})[run.label] = verdict
     return {"implementations": implementations or [{"name": r.label} for r in runs],
-            "servers": servers, "clients": clients,
+            "servers": servers, "clients": clients, "areas": area_grid(runs),
             "problems": (found := [p for r in runs for p in problems(r)]), "findings": findings(found)}
+
+
+def area_grid_html(runs: list[Run], badge) -> str:
+    """The report's "Implementations x areas" section, for a report of several runs: per
+    protocol a row per requirement area, a column per implementation, each cell the area's
+    worst verdict linked to that requirement in the implementation's section."""
+    if len(runs) < 2:
+        return ""
+    parts = ["<section id='area-grid'><h2>Implementations &times; areas</h2>"
+             "<p>Each cell: the worst verdict among the area's requirements the implementation was "
+             "checked on (the number broken of the number checked), linked to its evidence; "
+             "empty where none was checked.</p>"]
+    for proto, g in area_grid(runs).items():
+        head = "".join(f"<th>{_e(label)}<br><small>{g['kinds'][label]}</small></th>" for label in g["implementations"])
+        rows = []
+        for area in g["areas"]:
+            tds = []
+            for label in g["implementations"]:
+                cell = g["cells"][area].get(label)
+                if not cell or not cell["verdict"]:
+                    tds.append("<td></td>")
+                    continue
+                target = _anchor(_anchor(proto, label), cell["requirement"])
+                tds.append(f"<td title='{_e(cell['requirement'])}'><a href='#{target}'>{badge(cell['verdict'])}</a>"
+                           f" <small>{cell['broken']}/{cell['checked']}</small></td>")
+            failed = int(any(c["verdict"] in PROBLEMS for c in g["cells"][area].values()))
+            rows.append(f"<tr class='req' data-proto='{_e(proto)}' data-level='' data-failed='{failed}'>"
+                        f"<td>{_e(area)}</td>{''.join(tds)}</tr>")
+        parts.append(f"<h3>{_e(proto)}</h3><table><tr><th>area</th>{head}</tr>{''.join(rows)}</table>")
+    parts.append("</section>")
+    return "".join(parts)
 
 
 def client_matrix_html(runs: list[Run], badge) -> str:
