@@ -14,7 +14,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "wirecheck"
 #: The conformance package's modules that its subpackages share (the run's profile reading,
 #: stopping any command, files written whole): below every subpackage, one unit.
 SHARED = ("wirecheck.conformance", "wirecheck.conformance.profiles", "wirecheck.conformance.cli_signals",
-          "wirecheck.conformance.atomic_file")
+          "wirecheck.conformance.atomic_file", "wirecheck.conformance.moved")
+#: Old names kept working for a while (conformance/moved.py): nothing of the kit imports them.
+DEPRECATED = ("wirecheck.conformance.drivers", "wirecheck.conformance.verdicts")
 SUBPACKAGES = ("target", "report", "captures", "clients", "run", "requirements", "strategies", "suites")
 #: Folders of a subpackage that are units of their own (a driver is an application of the
 #: reference client, nothing more; the scripted brokers sit below client checking).
@@ -36,7 +38,6 @@ LAYERS: dict[str, set[str]] = {
                              "conformance (shared)", "reference_impl.<protocol>", "reference_impl.core"},
     "conformance.clients.scripted": {"conformance.target", "reference_impl.<protocol>", "reference_impl.core"},
     "conformance.clients.drivers": {"reference_impl.<protocol>", "reference_impl.core"},
-    "conformance.drivers (deprecated)": set(),
     "conformance.strategies": {"conformance.target", "conformance.report", "conformance (shared)",
                                "reference_impl.<protocol>", "reference_impl.core"},
     "conformance.clients": {"conformance.captures", "conformance.report", "conformance.clients.scripted",
@@ -53,6 +54,7 @@ LAYERS: dict[str, set[str]] = {
     "fuzz": {"conformance.captures", "conformance.target", "conformance.report", "conformance.strategies",
              "conformance.clients", "conformance.clients.scripted", "conformance (shared)", "reference_impl.<protocol>",
              "reference_impl.core"},
+    "conformance (deprecated names)": {"conformance.report", "conformance (shared)"},
     "cli": {"fuzz", "pipeline", "conformance.plugin", "conformance.run", "conformance.clients",
             "conformance.captures", "conformance.report", "conformance.target", "conformance (shared)",
             "reference_impl.core"},
@@ -123,8 +125,8 @@ def unit(module: str) -> str:
         return "conformance (shared)"
     if module == "wirecheck.conformance.plugin":
         return "conformance.plugin"
-    if len(parts) > 2 and parts[2] == "drivers":
-        return "conformance.drivers (deprecated)"      # only runs the moved drivers by name
+    if any(module == d or module.startswith(d + ".") for d in DEPRECATED):
+        return "conformance (deprecated names)"
     if len(parts) > 3 and parts[3] in NESTED.get(parts[2], ()):
         return f"conformance.{parts[2]}.{parts[3]}"
     if len(parts) > 2 and parts[2] in SUBPACKAGES:

@@ -59,20 +59,6 @@ def test_the_reference_driver_passes_every_scenario():
             assert "BLIP-CLIENT-010" in case["requirements"], (name, case)
 
 
-@pytest.mark.parametrize("module", ["blipmq", "micromessage2", "rabbitmq_stream", "signalr", "vibemq"])
-def test_the_reference_drivers_old_names_still_run_them(module):
-    """``python -m wirecheck.conformance.drivers.X`` (the name before the drivers moved into
-    clients/) runs the same driver, its lines on stdout as before, with one notice on stderr."""
-    moved = subprocess.run([sys.executable, "-m", f"wirecheck.conformance.clients.drivers.{module}"],
-                           capture_output=True, text=True, timeout=60, cwd=ROOT)
-    old = subprocess.run([sys.executable, "-m", f"wirecheck.conformance.drivers.{module}"],
-                         capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert moved.returncode == old.returncode == 2 and moved.stdout == old.stdout, (moved, old)
-    notice, _, rest = old.stderr.partition("\n")
-    assert "deprecated" in notice and f"wirecheck.conformance.clients.drivers.{module}" in notice, old.stderr
-    assert rest == moved.stderr and "usage" in rest, (old.stderr, moved.stderr)
-
-
 def test_a_reference_driver_under_its_old_name_passes_a_scenario():
     old = REFERENCE.replace("conformance.clients.drivers", "conformance.drivers")
     case = outcome(check("split", old))

@@ -1,5 +1,5 @@
-"""Deprecated name of ``python -m wirecheck.conformance.clients.drivers.blipmq`` (see the package)."""
-from wirecheck.conformance.drivers import forward
+"""Deprecated name of ``python -m wirecheck.conformance.clients.drivers.blipmq`` (docs/deprecations.md)."""
+from wirecheck.conformance.moved import run_moved
 
 if __name__ == "__main__":
-    forward("blipmq")
+    run_moved(__spec__.name)

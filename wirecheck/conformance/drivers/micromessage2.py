@@ -1,5 +1,5 @@
-"""Deprecated name of ``python -m wirecheck.conformance.clients.drivers.micromessage2`` (see the package)."""
-from wirecheck.conformance.drivers import forward
+"""Deprecated name of ``python -m wirecheck.conformance.clients.drivers.micromessage2`` (docs/deprecations.md)."""
+from wirecheck.conformance.moved import run_moved
 
 if __name__ == "__main__":
-    forward("micromessage2")
+    run_moved(__spec__.name)

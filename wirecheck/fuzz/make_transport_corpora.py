@@ -1,0 +1,5 @@
+"""Deprecated name of ``python -m wirecheck.fuzz.builders.transport_corpora`` (docs/deprecations.md)."""
+from wirecheck.conformance.moved import run_moved
+
+if __name__ == "__main__":
+    run_moved(__spec__.name)
