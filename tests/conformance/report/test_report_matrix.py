@@ -52,9 +52,13 @@ def test_cells_problems_report_and_page(tmp_path):
     doc["implementations"] = [{"name": "good", "version": "1.0", "kind": "client", "protocol": "rabbitmq-stream",
                                "exitstatus": 0, "seconds": 1.0},
                               {"name": "bad", "version": "2.0", "kind": "client", "protocol": "rabbitmq-stream",
-                               "exitstatus": 1, "seconds": 1.0}]
+                               "exitstatus": 1, "seconds": 1.0, "lineage": "a fork of good 0.9"}]
+    doc["left_out"] = [{"name": "wrapper", "where": "npm 1.0", "why": "wraps good"}]
     (tmp_path / "2026-11-28.json").write_text(json.dumps(doc))
     page = matrix_page(tmp_path)
+    assert "| bad (a fork of good 0.9) | 2.0 | client |" in page
+    assert "2 real implementations (the kit's own reference clients, controls, not counted); 1 of them" in page
+    assert "| wrapper | npm 1.0 | wraps good |" in page
     assert "| server-close | PASS | FAIL (RMQS-CLOSE-003) |" in page
     assert "**bad 2.0**: **FAIL** in 1 case(s), first `check-client::server-close::#2 a->b::RMQS-CLOSE-003`: " \
         "[RMQS-CLOSE-003](requirements/rabbitmq-stream.md#rmqs-close-003) [MUST]" in page and "### bad 2.0" in page

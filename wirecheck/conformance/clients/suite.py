@@ -159,7 +159,16 @@ def judge(run: DriverRun, expect: str, acted: bool, delivered: Counter, rules: O
     how = run.describe()
     if run.outcome == CRASH:
         return verdicts.CRASH, [rules.crash], f"the client crashed: {how}"
+    handed = Counter({k: v for k, v in run.received.items() if MESSAGE_ID.match(k)})
+    lost = sorted(k for k in delivered if k not in handed)
     if run.outcome == HANG:
+        if lost:
+            # the server delivered what the client waits for: the hang is the loss's, whatever
+            # the scenario did (a library that drops stream items before anyone subscribed
+            # hangs under every scenario)
+            return verdicts.HANG, [rules.deliver], (
+                f"the client hung: {how}; the server had delivered {len(lost)} message(s) it never handed "
+                f"over: {', '.join(lost[:10])}")
         rid = {SUCCESS: rules.complete, ERROR: rules.refused}.get(expect, rules.ended)
         return verdicts.HANG, [rid], f"the client hung: {how}"
     if not acted:
@@ -170,7 +179,6 @@ def judge(run: DriverRun, expect: str, acted: bool, delivered: Counter, rules: O
         v = verdicts.FAIL if level_of(rid) == "MUST" else verdicts.NON_STRICT
         return v, [rid], text
 
-    handed = Counter({k: v for k, v in run.received.items() if MESSAGE_ID.match(k)})
     extra = sorted(k for k, n in handed.items() if n > delivered.get(k, 0))
     if extra:
         return broken(rules.deliver, f"the client handed over more often than the server delivered: "
@@ -179,7 +187,6 @@ def judge(run: DriverRun, expect: str, acted: bool, delivered: Counter, rules: O
         if expect == ERROR:
             return broken(rules.refused, f"the client reported success ({how}) where the scenario made a "
                           "request fail: its library did not surface the error")
-        lost = sorted(k for k in delivered if k not in handed)
         if lost:
             return broken(rules.deliver, f"the server delivered {len(lost)} message(s) the client never handed "
                           f"over, although it reported success: {', '.join(lost[:10])}")

@@ -6,9 +6,12 @@ the current protocol, the ``v1`` profile the checker judges by default (SPEC_NOT
 
 Both transports reach the checker, and :class:`HubSplitter` cuts both:
 
-- HTTP (``port``): the negotiate ``POST`` on a connection of its own, then ``GET {hub}?id=..``
-  with ``Upgrade: websocket``. HTTP heads pass untouched; a connection that is not a WebSocket
-  upgrade (negotiate, or a refused upgrade: any answer but ``101``) passes on as it comes.
+- HTTP (``port``): the negotiate ``POST``, then ``GET {hub}?id=..`` with ``Upgrade:
+  websocket``, on a connection of its own or on the negotiate's (HTTP/1.1 keeps a connection
+  for the next request: signalr-async's aiohttp sends its upgrade there). HTTP messages pass
+  untouched, cut whole (head and ``Content-Length`` body) until the upgrade's ``101``; one
+  whose end the head does not give (chunked, or a response read until the close) passes on,
+  with the rest of the connection, as it comes.
   After the upgrade the units are WebSocket frames (RFC 6455 5.2; server frames unmasked,
   client frames masked: sized, and unmasked only while the scenario reads the client). The
   hub's records are read from the data frames' payloads (a message may hold several records,
@@ -199,16 +202,20 @@ class HubSplitter(Splitter):
             name, _, value = line.partition(":")
             fields[name.strip().lower()] = value.strip()
         upgrade = "websocket" in fields.get("upgrade", "").lower()
+        length = fields.get("content-length")
+        if "chunked" in fields.get("transfer-encoding", "").lower() or (length is not None and not length.isdigit()):
+            raise ValueError("an HTTP message whose end its head does not give: passed on as it comes")
         if self.direction == "s2c":
             parts = lines[0].split(" ")
-            if len(parts) < 2 or parts[1] != "101" or not upgrade:
-                raise ValueError("not a WebSocket upgrade: passed on as it comes")
-            return self._cut(buf, end + 4, (HTTP,), _FRAMES)
-        if not upgrade:
-            raise ValueError("not a WebSocket upgrade (negotiate): passed on as it comes")
-        body = fields.get("content-length", "0")
-        n = end + 4 + (int(body) if body.isdigit() else 0)
-        return self._cut(buf, n, (HTTP,), _FRAMES)
+            if len(parts) >= 2 and parts[1] == "101" and upgrade:
+                return self._cut(buf, end + 4, (HTTP,), _FRAMES)
+            if length is None and not (len(parts) >= 2 and parts[1] in ("204", "304")):
+                raise ValueError("a response read until the connection closes: passed on as it comes")
+            # negotiate's answer, or a refused upgrade: the connection may carry another request
+            return self._cut(buf, end + 4 + int(length or 0), (HTTP,))
+        # a request without Content-Length has no body (RFC 9112 6.3); after an upgrade request
+        # the client waits for the 101 before it sends frames
+        return self._cut(buf, end + 4 + int(length or 0), (HTTP,), _FRAMES if upgrade else None)
 
     def _frame(self, buf: bytearray) -> Optional[int]:
         header = frame_header(buf)
