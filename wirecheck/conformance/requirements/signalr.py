@@ -488,8 +488,9 @@ REQUIREMENTS = (
     # What happens to a client library under the kit's scenarios (wirecheck check-client,
     # conformance/clients/suite.py): its driver's outcome, not its bytes.
     R("SIGR-CLIENT-001", "Client outcomes", "SHOULD",
-      "a client completes its workload when the server's bytes come split, joined or late, and "
-      "with Pings among its messages",
+      "a client completes its workload when the server's bytes come split, joined or late, with "
+      "Pings among its messages, unknown fields and headers in them (v1), and messages up to the "
+      "receive limit",
       source="reading", untestable=_CLIENT_OUTCOME,
       quote="JSON payloads are separated with the record separator (0x1e) to ease the parsing.",
       binds="client"),
