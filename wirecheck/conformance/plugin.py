@@ -508,11 +508,11 @@ class ResultCollector:
                           # tested: a test of it ran to its check (one skipped because the
                           # target was down, or a feature is absent, tested nothing; one that
                           # failed on another requirement's breach stopped before it)
-                          "coverage": verdicts.coverage(cat, {rid for rid, tests in by_id[proto].items()
-                                                              if any(t["verdict"] not in (verdicts.SKIPPED,
-                                                                                          verdicts.UNIMPLEMENTED)
-                                                                     and (not t.get("broke") or rid in t["broke"])
-                                                                     for t in tests)}),
+                          "coverage": verdicts.coverage(cat, tested := {
+                              rid for rid, tests in by_id[proto].items()
+                              if any(t["verdict"] not in (verdicts.SKIPPED, verdicts.UNIMPLEMENTED)
+                                     and (not t.get("broke") or rid in t["broke"]) for t in tests)}),
+                          "untested_behind": verdicts.untested_behind(cat, by_id[proto], tested),
                           "failing_requirements": having(*broken),
                           # a feature the profile says is absent (and no test of it passed)
                           "unimplemented_requirements": having(verdicts.UNIMPLEMENTED),
@@ -623,6 +623,9 @@ class ResultCollector:
                 tr.write_line("  " + line)
             if s["failing_requirements"]:
                 tr.write_line(f"  not met: {', '.join(s['failing_requirements'])}")
+            if s["untested_behind"]:
+                tr.write_line("  MUST not tested (their tests stopped at another breach first): " + ", ".join(
+                    f"{rid} (behind {'/'.join(b)})" for rid, b in s["untested_behind"].items()))
             if s["unimplemented_requirements"]:
                 tr.write_line(f"  unimplemented (profile): {', '.join(s['unimplemented_requirements'])}")
             if s["waived_requirements"]:

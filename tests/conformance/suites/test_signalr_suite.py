@@ -78,6 +78,10 @@ def test_a_hub_that_passes_over_a_protocol_error_breaks_no_must(tmp_path):
     doc = json.loads(report.read_text())
     assert [(t["verdict"], t.get("broke")) for t in doc["tests"]] == [("INFORMATIONAL", ["SIGR-ERR-010"])], doc["tests"]
     assert doc["summary"]["signalr"]["failing_requirements"] == [] and result.returncode == 0, result.stdout[-3000:]
+    # ERR-006 was never checked (its one test stopped at the MAY first): said, not hidden
+    assert doc["summary"]["signalr"]["untested_behind"] == {"SIGR-ERR-006": ["SIGR-ERR-010"]}
+    assert "MUST not tested (their tests stopped at another breach first): SIGR-ERR-006 (behind SIGR-ERR-010)" \
+        in result.stdout, result.stdout[-3000:]
 
 
 def test_the_hub_that_passes_over_a_protocol_error_reads_what_follows_in_the_same_read():

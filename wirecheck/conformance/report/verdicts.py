@@ -240,3 +240,18 @@ def coverage(cat: dict, tested_ids: set) -> dict:
             out[req.level][0] += 1
     out["untestable"] = untestable
     return out
+
+
+def untested_behind(cat: dict, by_id: dict, tested_ids: set, level: str = "MUST") -> dict:
+    """Requirement ID -> the IDs whose breach its tests met first, for each testable
+    requirement of ``level`` that no test ran to because every test of it that ran stopped at
+    another requirement's breach (``broke``): a run whose only findings are such breaches can
+    end with exit 0 and these never checked. ``by_id``: ID -> the results naming it."""
+    out = {}
+    for rid, req in cat.items():
+        if req.level != level or req.untestable or rid in tested_ids:
+            continue
+        behind = sorted({b for t in by_id.get(rid, ()) for b in t.get("broke") or () if b != rid})
+        if behind:
+            out[rid] = behind
+    return out
