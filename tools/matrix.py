@@ -68,6 +68,14 @@ class Implementation:
     lineage: str = ""
 
 
+def _signalrcore_fork(name: str, module: str, env: str, lineage: str) -> Implementation:
+    """A fork of signalrcore 0.9 on PyPI: the one fork driver, told the fork's module; its own
+    environment (three forks install a top-level ``signalrcore``), .venv-clients-ENV."""
+    return Implementation(name, "client", "signalr", f"pip:{name}",
+                          f"{{python}} examples/check-client/signalrcore_fork_driver.py {module} {{url}} {{count}}",
+                          python=f"{{root}}/.venv-clients-{env}/bin/python", lineage=lineage)
+
+
 IMPLEMENTATIONS = [
     Implementation("RabbitMQ", "server", "rabbitmq-stream", "deb:rabbitmq-server",
                    command="rabbitmq", target="127.0.0.1:{port}", profile="rabbitmq-3.10"),
@@ -101,26 +109,13 @@ IMPLEMENTATIONS = [
                    "{python} examples/check-client/signalrcore_async_driver.py {url} {count}",
                    python="{root}/.venv-clients-signalrcore-async/bin/python",
                    lineage="an asyncio rewrite of signalrcore 0.8"),
-    Implementation("signalrcore-deng", "client", "signalr", "pip:signalrcore-deng",
-                   "{python} examples/check-client/signalrcore_fork_driver.py signalrcore {url} {count}",
-                   python="{root}/.venv-clients-signalrcore-deng/bin/python",
-                   lineage="a fork of signalrcore 0.9.5 (proxy options)"),
-    Implementation("signalrcorePPI", "client", "signalr", "pip:signalrcorePPI",
-                   "{python} examples/check-client/signalrcore_fork_driver.py signalrcore {url} {count}",
-                   python="{root}/.venv-clients-signalrcoreppi/bin/python",
-                   lineage="a fork of signalrcore 0.9.2"),
-    Implementation("xy-signalrcore", "client", "signalr", "pip:xy-signalrcore",
-                   "{python} examples/check-client/signalrcore_fork_driver.py signalrcore {url} {count}",
-                   python="{root}/.venv-clients-xy-signalrcore/bin/python",
-                   lineage="a fork of signalrcore 0.9.5 (negotiate version 1, invocation ids)"),
-    Implementation("signalrcore1", "client", "signalr", "pip:signalrcore1",
-                   "{python} examples/check-client/signalrcore_fork_driver.py signalrcore1 {url} {count}",
-                   python="{root}/.venv-clients-signalrcore1/bin/python",
-                   lineage="a fork of signalrcore 0.9.5 (reconnects on a Close)"),
-    Implementation("signalrcoreplus", "client", "signalr", "pip:signalrcoreplus",
-                   "{python} examples/check-client/signalrcore_fork_driver.py signalrcoreplus {url} {count}",
-                   python="{root}/.venv-clients-signalrcoreplus/bin/python",
-                   lineage="a fork of signalrcore 0.9.5"),
+    *(_signalrcore_fork(name, module, env, lineage) for name, module, env, lineage in (
+        ("signalrcore-deng", "signalrcore", "signalrcore-deng", "a fork of signalrcore 0.9.5 (proxy options)"),
+        ("signalrcorePPI", "signalrcore", "signalrcoreppi", "a fork of signalrcore 0.9.2"),
+        ("xy-signalrcore", "signalrcore", "xy-signalrcore",
+         "a fork of signalrcore 0.9.5 (negotiate version 1, invocation ids)"),
+        ("signalrcore1", "signalrcore1", "signalrcore1", "a fork of signalrcore 0.9.5 (reconnects on a Close)"),
+        ("signalrcoreplus", "signalrcoreplus", "signalrcoreplus", "a fork of signalrcore 0.9.5"))),
     Implementation("ngx-signalr-websocket", "client", "signalr", "npm:ngx-signalr-websocket",
                    "{node} examples/check-client/ngx_signalr_websocket_driver.mjs {url} {count}"),
     Implementation("@exhumer/signalr-client", "client", "signalr", "npm:@exhumer/signalr-client",

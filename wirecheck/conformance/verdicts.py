@@ -2,6 +2,5 @@
 suite's check that raises ``Breach`` imports it from there."""
 from wirecheck.conformance.moved import warn_moved
 from wirecheck.conformance.report.verdicts import *  # noqa: F401,F403
-from wirecheck.conformance.report.verdicts import Breach  # noqa: F401
 
 warn_moved(__name__)
